@@ -1,0 +1,73 @@
+"""The compact per-step world snapshot that the simulator writes and the renderer reads.
+
+PPO re-renders minibatches from a history of these snapshots instead of storing images
+(ARCHITECTURE.md, "Rendering inside PPO"), so this layout is the contract between
+`pictura.sim` and `pictura.render`: one source of truth for both.
+
+Per step:
+- ``agent_box``  ``(slot, BOX_WIDTH)`` float32: x, y, z (m, box bottom centre), heading (rad),
+  length, width, height (m), kind (AGENT_* as float; ``BOX_INVALID`` = -1 for an empty slot).
+- ``light_state`` ``(world_light,)`` int32 LIGHT_* for every light of every world, world ``w``'s
+  lights starting at ``WorldLayout.world_light_start[w]``.
+A history stacks them: ``(step, slot, BOX_WIDTH)`` and ``(step, world_light)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BOX_X, BOX_Y, BOX_Z, BOX_HEADING, BOX_LENGTH, BOX_WIDTH_, BOX_HEIGHT, BOX_KIND = range(8)
+BOX_WIDTH = 8
+"""Floats per agent box (32 bytes per agent-step)."""
+BOX_INVALID = -1.0
+
+
+@dataclass(frozen=True)
+class WorldLayout:
+    """How the flat slot pool is cut into worlds, and which map each world plays on.
+
+    W worlds, S slots. Worlds own contiguous slot ranges; maps are indices into the list of
+    `RoadMap`s the Model/scene was built from.
+    """
+
+    world_map: np.ndarray  # (W,) int32 map index
+    world_slot_start: np.ndarray  # (W,) int32
+    world_slot_count: np.ndarray  # (W,) int32
+    world_light_start: np.ndarray  # (W,) int32 offset into the flat light-state array
+    light_count: int  # total lights over all worlds
+    slot_world: np.ndarray  # (S,) int32
+
+    @property
+    def num_worlds(self) -> int:
+        return len(self.world_map)
+
+    @property
+    def num_slots(self) -> int:
+        return len(self.slot_world)
+
+    @staticmethod
+    def uniform(world_map: np.ndarray | list[int], slots_per_world: int, lights_per_map: list[int]) -> WorldLayout:
+        """Every world gets ``slots_per_world`` slots; ``lights_per_map[m]`` lights of map m."""
+        world_map = np.asarray(world_map, np.int32)
+        if world_map.ndim != 1 or len(world_map) == 0:
+            raise ValueError("world_map must list at least one world")
+        if slots_per_world < 1:
+            raise ValueError(f"slots_per_world must be >= 1, got {slots_per_world}")
+        if world_map.min() < 0 or world_map.max() >= len(lights_per_map):
+            raise ValueError(f"world_map holds a map index outside 0..{len(lights_per_map) - 1}")
+        W = len(world_map)
+        counts = np.full(W, slots_per_world, np.int32)
+        starts = (np.arange(W, dtype=np.int32) * slots_per_world).astype(np.int32)
+        lights = np.asarray(lights_per_map, np.int32)[world_map]
+        light_start = np.zeros(W, np.int32)
+        light_start[1:] = np.cumsum(lights)[:-1]
+        return WorldLayout(
+            world_map=world_map,
+            world_slot_start=starts,
+            world_slot_count=counts,
+            world_light_start=light_start,
+            light_count=int(lights.sum()),
+            slot_world=np.repeat(np.arange(W, dtype=np.int32), slots_per_world),
+        )
