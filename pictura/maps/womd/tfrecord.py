@@ -1,0 +1,111 @@
+"""TFRecord framing with its masked CRC-32C checks (no TensorFlow).
+
+A TFRecord file is a sequence of records, each::
+
+    uint64  length                (little endian)
+    uint32  masked_crc32c(length bytes)
+    byte    data[length]
+    uint32  masked_crc32c(data)
+
+CRC-32C is the Castagnoli polynomial (reflected 0x82F63B78); TFRecord stores it masked as
+``((crc >> 15) | (crc << 17)) + 0xa282ead8`` (mod 2**32) so that CRCs of CRCs stay well mixed.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+
+_CRC32C_POLY = 0x82F63B78  # Castagnoli polynomial, bit-reversed
+_TFRECORD_MASK_DELTA = 0xA282EAD8
+
+
+def _crc32c_table() -> np.ndarray:
+    """(8, 256) uint32 slicing-by-8 tables; row 0 is the classic byte-at-a-time table."""
+    table = np.zeros((8, 256), np.uint64)
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (_CRC32C_POLY if crc & 1 else 0)
+        table[0, byte] = crc
+    for k in range(1, 8):
+        prev = table[k - 1]
+        table[k] = (prev >> np.uint64(8)) ^ table[0, (prev & np.uint64(0xFF)).astype(np.int64)]
+    return table.astype(np.uint32)
+
+
+_TABLE = _crc32c_table()
+_T = [[int(v) for v in row] for row in _TABLE]  # Python ints: faster scalar lookups
+
+
+def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
+    """CRC-32C (Castagnoli) of ``data``; pass a previous result as ``crc`` to continue it."""
+    t0, t1, t2, t3, t4, t5, t6, t7 = _T
+    buf = bytes(data)
+    crc ^= 0xFFFFFFFF
+    n8 = len(buf) - len(buf) % 8
+    # Slicing-by-8: eight table lookups consume 8 bytes per iteration (pure Python is slow
+    # byte by byte; a 1 MB record takes ~0.3 s this way instead of ~1 s).
+    for (word,) in struct.iter_unpack("<Q", buf[:n8]):
+        x = crc ^ (word & 0xFFFFFFFF)
+        hi = word >> 32
+        crc = (
+            t7[x & 0xFF]
+            ^ t6[(x >> 8) & 0xFF]
+            ^ t5[(x >> 16) & 0xFF]
+            ^ t4[x >> 24]
+            ^ t3[hi & 0xFF]
+            ^ t2[(hi >> 8) & 0xFF]
+            ^ t1[(hi >> 16) & 0xFF]
+            ^ t0[hi >> 24]
+        )
+    for b in buf[n8:]:
+        crc = t0[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc32c(data: bytes | bytearray | memoryview) -> int:
+    """The TFRecord-masked CRC-32C of ``data``."""
+    crc = crc32c(data)
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _TFRECORD_MASK_DELTA) & 0xFFFFFFFF
+
+
+def read_tfrecord(path: str | Path) -> list[bytes]:
+    """All records of a TFRecord file, every CRC checked.
+
+    Raises ``ValueError`` naming the file and the record index for a truncated record, a
+    length CRC or a data CRC mismatch: a partial file never yields a partial list.
+    """
+    path = Path(path)
+    blob = path.read_bytes()
+    records: list[bytes] = []
+    pos = 0
+    while pos < len(blob):
+        index = len(records)
+        if pos + 12 > len(blob):
+            raise ValueError(
+                f"{path}: record {index} truncated: {len(blob) - pos} bytes left, a record header needs 12"
+            )
+        header = blob[pos : pos + 8]
+        (length,) = struct.unpack("<Q", header)
+        (length_crc,) = struct.unpack("<I", blob[pos + 8 : pos + 12])
+        if masked_crc32c(header) != length_crc:
+            raise ValueError(
+                f"{path}: record {index} (byte {pos}): length CRC mismatch (corrupt length field)"
+            )
+        start = pos + 12
+        end = start + length
+        if end + 4 > len(blob):
+            raise ValueError(
+                f"{path}: record {index} (byte {pos}) truncated: length says {length} data bytes + 4 CRC bytes, "
+                f"file has {len(blob) - start} left"
+            )
+        data = blob[start:end]
+        (data_crc,) = struct.unpack("<I", blob[end : end + 4])
+        if masked_crc32c(data) != data_crc:
+            raise ValueError(f"{path}: record {index} (byte {pos}): data CRC mismatch (corrupt record data)")
+        records.append(data)
+        pos = end + 4
+    return records

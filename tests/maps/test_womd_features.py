@@ -1,0 +1,74 @@
+"""RoadMap construction helpers against closed-form geometry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pictura.maps.roadmap import MAX_LANE_CHUNK_M
+from pictura.maps.womd.features import Lane, MapFeatures, build_road_map, chunk_polyline, crosswalk_quad
+
+
+def _length(p: np.ndarray) -> float:
+    return float(np.linalg.norm(np.diff(p, axis=0), axis=1).sum())
+
+
+@pytest.mark.parametrize("total", [0.0, 3.0, 10.0, 10.5, 37.2])
+def test_chunk_polyline_equal_pieces_cover_the_line(total):
+    x = np.concatenate([np.linspace(0.0, total, 8), [total]])  # repeated last vertex too
+    pts = np.stack([x, np.zeros_like(x), 0.1 * x], axis=1)
+    pieces = chunk_polyline(pts)
+    length = total * np.sqrt(1.01)  # arc length in 3-D: the lane climbs 0.1 m per metre
+    expected = max(1, int(np.ceil(length / MAX_LANE_CHUNK_M - 1e-9)))
+    assert len(pieces) == expected
+    for p in pieces:
+        assert _length(p) == pytest.approx(length / expected, abs=1e-9)
+        assert _length(p) <= MAX_LANE_CHUNK_M + 1e-9
+        np.testing.assert_allclose(p[:, 2], 0.1 * p[:, 0])  # z interpolated with x
+    for a, b in zip(pieces[:-1], pieces[1:], strict=True):
+        np.testing.assert_array_equal(a[-1], b[0])
+    np.testing.assert_array_equal(pieces[0][0], pts[0])
+    np.testing.assert_array_equal(pieces[-1][-1], pts[-1])
+
+
+def test_chunk_polyline_splits_a_long_single_segment():
+    pts = np.array([[0.0, 0.0, 0.0], [0.0, 25.0, 0.0]])
+    pieces = chunk_polyline(pts)
+    assert [p[:, 1].tolist() for p in pieces] == [[0.0, 25 / 3], [25 / 3, 50 / 3], [50 / 3, 25.0]]
+
+
+def test_crosswalk_quad_oriented_bounding_rectangle():
+    a = np.deg2rad(30.0)
+    u, v = np.array([np.cos(a), np.sin(a)]), np.array([-np.sin(a), np.cos(a)])
+    corners = [5 * u * i + 2 * v * j for i, j in ((0, 0), (1, 0), (1, 1), (0, 1))]
+    # 6 points: the 4 corners plus two points on the long edges
+    poly = np.array([corners[0], 2.5 * u, corners[1], corners[2], 2.5 * u + 2 * v, corners[3]])
+    poly = np.concatenate([poly, np.full((6, 1), 1.5)], axis=1)
+    quad = crosswalk_quad(poly, "test")
+    assert quad.shape == (4, 3)
+    np.testing.assert_allclose(quad[:, 2], 1.5)
+    # same corner set (any order), area 10
+    for c in corners:
+        assert np.min(np.linalg.norm(quad[:, :2] - c, axis=1)) < 1e-9
+    four = poly[[0, 2, 3, 5]]
+    np.testing.assert_array_equal(crosswalk_quad(four, "test"), four)  # 4 points kept as is
+
+
+def test_lane_graph_chunks_link_to_exit_lanes():
+    straight = np.array([[0.0, 0.0, 0.0], [25.0, 0.0, 0.0]])
+    left = np.array([[25.0, 0.0, 0.0], [25.0, 8.0, 0.0]])
+    right = np.array([[25.0, 0.0, 0.0], [25.0, -12.0, 0.0]])
+    feats = MapFeatures(
+        lanes=[
+            Lane(7, 2, 30.0, straight, exit_lanes=[8, 9]),
+            Lane(8, 2, 0.0, left, entry_lanes=[7]),
+            Lane(9, 2, 0.0, right, entry_lanes=[7]),
+        ]
+    )
+    rm, chunks = build_road_map("t", feats)
+    assert chunks == {7: (0, 3), 8: (3, 4), 9: (4, 6)}
+    assert [rm.successors(i).tolist() for i in range(rm.lane_count)] == [[1], [2], [3, 4], [], [5], []]
+    np.testing.assert_allclose(rm.lane_speed_limit[:3], 30.0 * 0.44704, rtol=1e-6)
+    assert np.all(rm.lane_width == np.float32(3.7))
+    with pytest.raises(ValueError, match="exit lane 99"):
+        build_road_map("t", MapFeatures(lanes=[Lane(1, 2, 0.0, straight, exit_lanes=[99])]))
