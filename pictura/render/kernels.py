@@ -1,0 +1,884 @@
+"""Warp kernels of the rasterizer: cull + project per view, then raster per pixel.
+
+One Warp module (one compile). A *view* is one (request, camera) pair; views of a chunk are
+numbered ``v = (request - request_offset) * C + camera``.
+
+1. `cull_views` (thread per view): builds the camera basis from the ego's box, gathers the
+   world's agents and the map's static primitives from the grid cells under the camera's
+   horizontal field of view (a sector of radius ``far``), rejects those outside the frustum with
+   a bounding-sphere test, and keeps the ``K`` nearest in a list sorted by a lower bound on
+   their ray distance (insertion sort; when full the farthest is dropped). It then bins the
+   list into ``TILE_PX``-square screen tiles: one bit per (tile, entry), from each entry's
+   projected corners.
+2. `raster_views` (thread per output pixel): casts ``s x s`` rays (``s`` = supersample) through
+   the pixel, walks its tile's entries front to back into a 4-slot depth-sorted fragment buffer,
+   stops once the next primitive's bound lies behind an opaque fragment, then composites the
+   fragments front to back over ground or sky. Coverage is analytic: the signed distance (m)
+   of the ray's hit point to the primitive's edge divided by the pixel footprint at that depth.
+
+No atomics and a fixed evaluation order: every image is a pure function of the snapshot.
+"""
+
+# Warp needs `x = int(0)` / `float(0.0)` to declare a local it mutates in a loop (a bare
+# literal becomes a constant), hence UP018 is off in this file.
+# ruff: noqa: UP018
+
+from __future__ import annotations
+
+import math
+
+import warp as wp
+
+from pictura.render.palette import (
+    LIGHT_CUTOFF_DEG,
+    LIGHT_FULL_DEG,
+    LIGHT_RADIUS_M,
+    SHADE_DISTANCE_M,
+    SHADE_MIN,
+)
+from pictura.render.scene import REF_AGENT, REF_INDEX_MASK, REF_LIGHT, REF_LINE, REF_SHIFT, REF_WALL
+
+vec5 = wp.types.vector(length=5, dtype=wp.float32)
+"""A fragment: t (m along the unit ray), r, g, b, alpha."""
+
+_REF_AGENT = wp.constant(REF_AGENT)
+_REF_LINE = wp.constant(REF_LINE)
+_REF_WALL = wp.constant(REF_WALL)
+_REF_LIGHT = wp.constant(REF_LIGHT)
+_REF_SHIFT = wp.constant(REF_SHIFT)
+_REF_MASK = wp.constant(REF_INDEX_MASK)
+_LIGHT_RADIUS = wp.constant(LIGHT_RADIUS_M)
+_LIGHT_COS_FULL = wp.constant(math.cos(math.radians(LIGHT_FULL_DEG)))
+_LIGHT_COS_CUT = wp.constant(math.cos(math.radians(LIGHT_CUTOFF_DEG)))
+_SHADE_MIN = wp.constant(SHADE_MIN)
+_SHADE_DIST = wp.constant(SHADE_DISTANCE_M)
+_FRAGS = wp.constant(4)
+TILE_PX = 8
+"""Screen tiles are TILE_PX x TILE_PX output pixels; each view keeps one bit per (tile, list entry)."""
+_TILE = wp.constant(TILE_PX)
+_FULL = wp.constant(1.0e9)
+_OPAQUE = wp.constant(0.999)
+_FAR_FADE = wp.constant(0.15)
+
+
+@wp.func
+def coverage(sd: float, footprint: float, antialias: int) -> float:
+    """Pixel coverage of an edge at signed distance ``sd`` (m, negative inside)."""
+    if antialias == 0:
+        if sd <= 0.0:
+            return 1.0
+        return 0.0
+    return wp.clamp(0.5 - sd / footprint, 0.0, 1.0)
+
+
+@wp.func
+def depth_shade(t: float) -> float:
+    return _SHADE_MIN + (1.0 - _SHADE_MIN) * wp.exp(-t / _SHADE_DIST)
+
+
+@wp.func
+def light_visibility(light_p: wp.vec3, heading: float, cam: wp.vec3) -> float:
+    """Smooth angular visibility in [0, 1] of a lamp facing ``heading`` seen from ``cam``."""
+    gx = cam[0] - light_p[0]
+    gy = cam[1] - light_p[1]
+    g = wp.sqrt(gx * gx + gy * gy)
+    if g < 1e-6:
+        return 0.0
+    c = (gx * wp.cos(heading) + gy * wp.sin(heading)) / g
+    return wp.clamp((c - _LIGHT_COS_CUT) / (_LIGHT_COS_FULL - _LIGHT_COS_CUT), 0.0, 1.0)
+
+
+@wp.func
+def sphere_bound(
+    c: wp.vec3,
+    r: float,
+    o: wp.vec3,
+    basis: wp.mat33,
+    focal: float,
+    cx: float,
+    cy: float,
+    width: float,
+    height: float,
+    near: float,
+    far: float,
+) -> float:
+    """Lower bound (m) on the ray distance to a sphere inside the view frustum, or -1 if culled."""
+    rel = c - o
+    dist = wp.length(rel)
+    if dist - r > far:
+        return -1.0
+    xc = wp.dot(rel, basis[0])
+    yc = wp.dot(rel, basis[1])
+    zc = wp.dot(rel, basis[2])
+    if xc + r < near:
+        return -1.0
+    # Inward frustum side planes through the camera centre, in pixel units.
+    if (cx * xc - focal * yc) / wp.sqrt(cx * cx + focal * focal) < -r:
+        return -1.0
+    if ((width - cx) * xc + focal * yc) / wp.sqrt((width - cx) * (width - cx) + focal * focal) < -r:
+        return -1.0
+    if (cy * xc - focal * zc) / wp.sqrt(cy * cy + focal * focal) < -r:
+        return -1.0
+    if ((height - cy) * xc + focal * zc) / wp.sqrt((height - cy) * (height - cy) + focal * focal) < -r:
+        return -1.0
+    return wp.max(dist - r, 0.0)
+
+
+@wp.func
+def list_insert(
+    list_ref: wp.array2d(dtype=wp.int32),
+    list_bound: wp.array2d(dtype=wp.float32),
+    v: int,
+    n: int,
+    cap: int,
+    ref: int,
+    bound: float,
+) -> int:
+    """Insert into view ``v``'s list (sorted by bound, stable); returns the new count."""
+    if n == cap:
+        if bound >= list_bound[v, cap - 1]:
+            return n
+    i = wp.min(n, cap - 1)
+    while i > 0:
+        if list_bound[v, i - 1] <= bound:
+            break
+        list_bound[v, i] = list_bound[v, i - 1]
+        list_ref[v, i] = list_ref[v, i - 1]
+        i -= 1
+    list_bound[v, i] = bound
+    list_ref[v, i] = ref
+    return wp.min(n + 1, cap)
+
+
+@wp.func
+def sector_extent(o: wp.vec3, yaw: float, half: float, far: float) -> wp.vec4:
+    """x-y bounding box (xmin, ymin, xmax, ymax) of a circular sector of radius ``far``."""
+    lo_x = o[0]
+    lo_y = o[1]
+    hi_x = o[0]
+    hi_y = o[1]
+    for k in range(2):
+        a = yaw - half + 2.0 * half * float(k)
+        px = o[0] + far * wp.cos(a)
+        py = o[1] + far * wp.sin(a)
+        lo_x = wp.min(lo_x, px)
+        hi_x = wp.max(hi_x, px)
+        lo_y = wp.min(lo_y, py)
+        hi_y = wp.max(hi_y, py)
+    for k in range(4):
+        a = 0.5 * wp.pi * float(k)
+        diff = wp.atan2(wp.sin(a - yaw), wp.cos(a - yaw))
+        if wp.abs(diff) <= half:
+            lo_x = wp.min(lo_x, o[0] + far * wp.cos(a))
+            hi_x = wp.max(hi_x, o[0] + far * wp.cos(a))
+            lo_y = wp.min(lo_y, o[1] + far * wp.sin(a))
+            hi_y = wp.max(hi_y, o[1] + far * wp.sin(a))
+    return wp.vec4(lo_x, lo_y, hi_x, hi_y)
+
+
+@wp.func
+def rect_extend(
+    rect: wp.vec4, p: wp.vec3, o: wp.vec3, basis: wp.mat33, focal: float, cx: float, cy: float, near: float
+) -> wp.vec4:
+    """Grow the screen rectangle (umin, vmin, umax, vmax) by the projection of world point p.
+
+    A point behind the near plane makes the rectangle the whole screen (conservative: no clipping).
+    """
+    rel = p - o
+    xc = wp.dot(rel, basis[0])
+    if xc < near:
+        return wp.vec4(-_FULL, -_FULL, _FULL, _FULL)
+    u = cx - focal * wp.dot(rel, basis[1]) / xc
+    w = cy - focal * wp.dot(rel, basis[2]) / xc
+    return wp.vec4(wp.min(rect[0], u), wp.min(rect[1], w), wp.max(rect[2], u), wp.max(rect[3], w))
+
+
+@wp.func
+def entry_rect(
+    ref: int,
+    step: int,
+    agent_box: wp.array3d(dtype=wp.float32),
+    line_a: wp.array(dtype=wp.vec3),
+    line_b: wp.array(dtype=wp.vec3),
+    line_half_width: wp.array(dtype=wp.float32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    light_pos: wp.array(dtype=wp.vec3),
+    o: wp.vec3,
+    basis: wp.mat33,
+    focal: float,
+    cx: float,
+    cy: float,
+    near: float,
+) -> wp.vec4:
+    """Screen bounding rectangle (px) of a list entry, from its projected corners."""
+    kind = ref >> _REF_SHIFT
+    i = ref & _REF_MASK
+    rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
+    if kind == _REF_AGENT:
+        ca = wp.cos(agent_box[step, i, 3])
+        sa = wp.sin(agent_box[step, i, 3])
+        hl = 0.5 * agent_box[step, i, 4]
+        hw = 0.5 * agent_box[step, i, 5]
+        for c in range(8):
+            lx = hl * (2.0 * float(c % 2) - 1.0)
+            ly = hw * (2.0 * float((c / 2) % 2) - 1.0)
+            lz = agent_box[step, i, 6] * float(c / 4)
+            p = wp.vec3(
+                agent_box[step, i, 0] + ca * lx - sa * ly, agent_box[step, i, 1] + sa * lx + ca * ly,
+                agent_box[step, i, 2] + lz,
+            )  # fmt: skip
+            rect = rect_extend(rect, p, o, basis, focal, cx, cy, near)
+    elif kind == _REF_LINE:
+        a = line_a[i]
+        b = line_b[i]
+        n = wp.normalize(wp.vec3(a[1] - b[1], b[0] - a[0], 0.0)) * line_half_width[i]
+        rect = rect_extend(rect, a + n, o, basis, focal, cx, cy, near)
+        rect = rect_extend(rect, a - n, o, basis, focal, cx, cy, near)
+        rect = rect_extend(rect, b + n, o, basis, focal, cx, cy, near)
+        rect = rect_extend(rect, b - n, o, basis, focal, cx, cy, near)
+    elif kind == _REF_WALL:
+        hz = wp.vec3(0.0, 0.0, wall_height[i])
+        rect = rect_extend(rect, wall_a[i], o, basis, focal, cx, cy, near)
+        rect = rect_extend(rect, wall_b[i], o, basis, focal, cx, cy, near)
+        rect = rect_extend(rect, wall_a[i] + hz, o, basis, focal, cx, cy, near)
+        rect = rect_extend(rect, wall_b[i] + hz, o, basis, focal, cx, cy, near)
+    else:
+        for c in range(8):
+            ang = 0.25 * wp.pi * float(c)
+            # A sphere-ish bound of the disk: any orientation, radius R.
+            p = light_pos[i] + _LIGHT_RADIUS * wp.vec3(wp.cos(ang), wp.sin(ang), 0.0)
+            rect = rect_extend(rect, p + wp.vec3(0.0, 0.0, _LIGHT_RADIUS), o, basis, focal, cx, cy, near)
+            rect = rect_extend(rect, p - wp.vec3(0.0, 0.0, _LIGHT_RADIUS), o, basis, focal, cx, cy, near)
+    return rect
+
+
+@wp.kernel
+def cull_views(
+    # snapshot history and requests
+    agent_box: wp.array3d(dtype=wp.float32),
+    requests: wp.array2d(dtype=wp.int32),
+    request_offset: int,
+    # rig
+    cam_extr: wp.array2d(dtype=wp.float32),
+    num_cams: int,
+    focal: float,
+    cx: float,
+    cy: float,
+    width: float,
+    height: float,
+    near: float,
+    far: float,
+    # layout
+    slot_world: wp.array(dtype=wp.int32),
+    world_map: wp.array(dtype=wp.int32),
+    world_slot_start: wp.array(dtype=wp.int32),
+    world_slot_count: wp.array(dtype=wp.int32),
+    # static scene
+    line_a: wp.array(dtype=wp.vec3),
+    line_b: wp.array(dtype=wp.vec3),
+    line_half_width: wp.array(dtype=wp.float32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    light_pos: wp.array(dtype=wp.vec3),
+    light_heading: wp.array(dtype=wp.float32),
+    map_grid_origin: wp.array(dtype=wp.vec2),
+    map_grid_dims: wp.array2d(dtype=wp.int32),
+    map_cell_base: wp.array(dtype=wp.int32),
+    cell_start: wp.array(dtype=wp.int32),
+    entry_ref: wp.array(dtype=wp.int32),
+    entry_min_cell: wp.array2d(dtype=wp.int32),
+    cell_size: float,
+    # options: solo_slot >= 0 gathers that agent only (occlusion query)
+    solo_slot: int,
+    capacity: int,
+    # outputs
+    view_origin_out: wp.array(dtype=wp.vec3),
+    view_basis_out: wp.array(dtype=wp.mat33),
+    view_step_out: wp.array(dtype=wp.int32),
+    view_world_out: wp.array(dtype=wp.int32),
+    view_ground_out: wp.array(dtype=wp.float32),
+    list_ref_out: wp.array2d(dtype=wp.int32),
+    list_bound_out: wp.array2d(dtype=wp.float32),
+    list_count_out: wp.array(dtype=wp.int32),
+    tile_mask_out: wp.array3d(dtype=wp.uint32),
+):
+    tid = wp.tid()
+    v = tid
+    r = request_offset + v / num_cams
+    cam = v - (v / num_cams) * num_cams
+    step = requests[r, 0]
+    slot = requests[r, 1]
+    list_count_out[v] = 0
+    view_world_out[v] = -1
+    view_step_out[v] = 0
+    # Invalid requests render black (validate_requests reports them on the host).
+    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= agent_box.shape[1]:
+        return
+    if agent_box[step, slot, 7] < 0.0:
+        return
+    world = slot_world[slot]
+    ex = agent_box[step, slot, 0]
+    ey = agent_box[step, slot, 1]
+    ez = agent_box[step, slot, 2]
+    eh = agent_box[step, slot, 3]
+    ch = wp.cos(eh)
+    sh = wp.sin(eh)
+    mx = cam_extr[cam, 0]
+    my = cam_extr[cam, 1]
+    o = wp.vec3(ex + ch * mx - sh * my, ey + sh * mx + ch * my, ez + cam_extr[cam, 2])
+    yaw = eh + cam_extr[cam, 3]
+    pitch = cam_extr[cam, 4]
+    fwd = wp.vec3(wp.cos(pitch) * wp.cos(yaw), wp.cos(pitch) * wp.sin(yaw), -wp.sin(pitch))
+    left = wp.vec3(-wp.sin(yaw), wp.cos(yaw), 0.0)
+    up = wp.cross(fwd, left)
+    basis = wp.mat33(fwd[0], fwd[1], fwd[2], left[0], left[1], left[2], up[0], up[1], up[2])
+    view_origin_out[v] = o
+    view_basis_out[v] = basis
+    view_step_out[v] = step
+    view_world_out[v] = world
+    view_ground_out[v] = ez
+
+    n = int(0)
+    # Agents of the ego's world (never the ego itself, never another world's).
+    s0 = world_slot_start[world]
+    for s in range(s0, s0 + world_slot_count[world]):
+        if s == slot:
+            continue
+        if solo_slot >= 0 and s != solo_slot:
+            continue
+        if agent_box[step, s, 7] < 0.0:
+            continue
+        bl = agent_box[step, s, 4]
+        bw = agent_box[step, s, 5]
+        bh = agent_box[step, s, 6]
+        c = wp.vec3(agent_box[step, s, 0], agent_box[step, s, 1], agent_box[step, s, 2] + 0.5 * bh)
+        rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
+        b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+        if b >= 0.0:
+            n = list_insert(list_ref_out, list_bound_out, v, n, capacity, (_REF_AGENT << _REF_SHIFT) | s, b)
+    if solo_slot >= 0:
+        list_count_out[v] = n
+        return
+
+    # Static primitives from the grid cells under the horizontal field of view.
+    m = world_map[world]
+    half = wp.max(wp.atan(cx / focal), wp.atan((width - cx) / focal))
+    box = sector_extent(o, yaw, wp.min(half, 0.5 * wp.pi), far)
+    org = map_grid_origin[m]
+    nx = map_grid_dims[m, 0]
+    ny = map_grid_dims[m, 1]
+    qx0 = wp.clamp(int(wp.floor((box[0] - org[0]) / cell_size)), 0, nx - 1)
+    qy0 = wp.clamp(int(wp.floor((box[1] - org[1]) / cell_size)), 0, ny - 1)
+    qx1 = wp.clamp(int(wp.floor((box[2] - org[0]) / cell_size)), 0, nx - 1)
+    qy1 = wp.clamp(int(wp.floor((box[3] - org[1]) / cell_size)), 0, ny - 1)
+    base = map_cell_base[m]
+    for gy in range(qy0, qy1 + 1):
+        for gx in range(qx0, qx1 + 1):
+            cell = base + gy * nx + gx
+            for e in range(cell_start[cell], cell_start[cell + 1]):
+                # Visit a primitive only in the first cell of the query it overlaps.
+                if gx != wp.max(entry_min_cell[e, 0], qx0) or gy != wp.max(entry_min_cell[e, 1], qy0):
+                    continue
+                ref = entry_ref[e]
+                kind = ref >> _REF_SHIFT
+                i = ref & _REF_MASK
+                c = wp.vec3(0.0)
+                rad = float(0.0)
+                if kind == _REF_LINE:
+                    c = 0.5 * (line_a[i] + line_b[i])
+                    rad = 0.5 * wp.length(line_b[i] - line_a[i]) + line_half_width[i]
+                elif kind == _REF_WALL:
+                    hl = 0.5 * wp.length(wall_b[i] - wall_a[i])
+                    hh = 0.5 * wall_height[i]
+                    c = 0.5 * (wall_a[i] + wall_b[i]) + wp.vec3(0.0, 0.0, hh)
+                    rad = wp.sqrt(hl * hl + hh * hh)
+                else:
+                    if light_visibility(light_pos[i], light_heading[i], o) <= 0.0:
+                        continue
+                    c = light_pos[i]
+                    rad = _LIGHT_RADIUS
+                b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+                if b >= 0.0:
+                    n = list_insert(list_ref_out, list_bound_out, v, n, capacity, ref, b)
+    list_count_out[v] = n
+
+    # Screen binning: bit k of (tile, k / 32) says entry k may touch that tile (1 px margin
+    # for the antialiased fringe). Entries keep their depth order inside every tile.
+    tiles_x = (int(width) + _TILE - 1) / _TILE
+    tiles_y = (int(height) + _TILE - 1) / _TILE
+    for t in range(tile_mask_out.shape[1]):
+        for wd in range(tile_mask_out.shape[2]):
+            tile_mask_out[v, t, wd] = wp.uint32(0)
+    for k in range(n):
+        rect = entry_rect(
+            list_ref_out[v, k], step, agent_box, line_a, line_b, line_half_width, wall_a, wall_b, wall_height,
+            light_pos, o, basis, focal, cx, cy, near,
+        )  # fmt: skip
+        if rect[2] < -1.0 or rect[3] < -1.0 or rect[0] > width + 1.0 or rect[1] > height + 1.0:
+            continue
+        tx0 = wp.clamp(int(wp.floor((wp.max(rect[0], -2.0) - 1.0) / float(_TILE))), 0, tiles_x - 1)
+        ty0 = wp.clamp(int(wp.floor((wp.max(rect[1], -2.0) - 1.0) / float(_TILE))), 0, tiles_y - 1)
+        tx1 = wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0) + 1.0) / float(_TILE))), 0, tiles_x - 1)
+        ty1 = wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0) + 1.0) / float(_TILE))), 0, tiles_y - 1)
+        bit = wp.uint32(1) << wp.uint32(k % 32)
+        for ty in range(ty0, ty1 + 1):
+            for tx in range(tx0, tx1 + 1):
+                t = ty * tiles_x + tx
+                tile_mask_out[v, t, k / 32] = tile_mask_out[v, t, k / 32] | bit
+
+
+@wp.func
+def box_fragment(
+    o: wp.vec3,
+    d: wp.vec3,
+    agent_box: wp.array3d(dtype=wp.float32),
+    step: int,
+    s: int,
+    face_color: wp.array(dtype=wp.vec3),
+    pix: float,
+    near: float,
+    far: float,
+    antialias: int,
+) -> vec5:
+    """Cuboid: per camera-facing face, coverage from the in-plane distance to the face edges."""
+    bx = agent_box[step, s, 0]
+    by = agent_box[step, s, 1]
+    bh = agent_box[step, s, 6]
+    ca = wp.cos(agent_box[step, s, 3])
+    sa = wp.sin(agent_box[step, s, 3])
+    e = wp.vec3(0.5 * agent_box[step, s, 4], 0.5 * agent_box[step, s, 5], 0.5 * bh)
+    rx = o[0] - bx
+    ry = o[1] - by
+    ol = wp.vec3(ca * rx + sa * ry, -sa * rx + ca * ry, o[2] - (agent_box[step, s, 2] + 0.5 * bh))
+    dl = wp.vec3(ca * d[0] + sa * d[1], -sa * d[0] + ca * d[1], d[2])
+    kind = wp.clamp(int(agent_box[step, s, 7]), 0, 2)
+    cov_sum = float(0.0)
+    col = wp.vec3(0.0)
+    best_cov = float(-1.0)
+    best_t = float(0.0)
+    for ax in range(3):
+        side = wp.sign(ol[ax])
+        if wp.abs(ol[ax]) > e[ax] and dl[ax] * side < 0.0:
+            t = (side * e[ax] - ol[ax]) / dl[ax]
+            if t >= near and t <= far:
+                p = ol + t * dl
+                sd = float(-1.0e30)
+                for j in range(3):
+                    if j != ax:
+                        sd = wp.max(sd, wp.abs(p[j]) - e[j])
+                cov = coverage(sd, t * pix, antialias)
+                if cov > 0.0:
+                    face = 2 * ax
+                    if side < 0.0:
+                        face += 1
+                    col += cov * face_color[kind * 6 + face]
+                    cov_sum += cov
+                    if cov > best_cov:
+                        best_cov = cov
+                        best_t = t
+    if cov_sum <= 0.0:
+        return vec5(0.0)
+    col = col * (depth_shade(best_t) / cov_sum)
+    return vec5(best_t, col[0], col[1], col[2], wp.min(cov_sum, 1.0))
+
+
+@wp.func
+def line_fragment(
+    o: wp.vec3,
+    d: wp.vec3,
+    a: wp.vec3,
+    b: wp.vec3,
+    hw: float,
+    color: wp.vec3,
+    pix: float,
+    near: float,
+    far: float,
+    antialias: int,
+) -> vec5:
+    """Ground line: 1-D box filter of the painted strip over the pixel's ground footprint."""
+    if d[2] > -1.0e-6:
+        return vec5(0.0)
+    t = (0.5 * (a[2] + b[2]) - o[2]) / d[2]
+    if t < near or t > far:
+        return vec5(0.0)
+    px = o[0] + t * d[0]
+    py = o[1] + t * d[1]
+    ux = b[0] - a[0]
+    uy = b[1] - a[1]
+    seg_len = wp.sqrt(ux * ux + uy * uy)
+    ux = ux / seg_len
+    uy = uy / seg_len
+    along = wp.clamp((px - a[0]) * ux + (py - a[1]) * uy, 0.0, seg_len)
+    qx = px - (a[0] + along * ux)
+    qy = py - (a[1] + along * uy)
+    dist = wp.sqrt(qx * qx + qy * qy)
+    cov = float(0.0)
+    if antialias == 0:
+        if dist <= hw:
+            cov = 1.0
+    else:
+        # Pixel footprint on the ground across the line: t * pix sideways, stretched along the
+        # ray's ground direction by the grazing angle. The stretch uses the near half-pixel
+        # (1 / (|d_z| + pix / 2)): the far half runs off to the horizon and would smear lines
+        # over the whole horizon band.
+        hxy = wp.sqrt(d[0] * d[0] + d[1] * d[1])
+        along_ray = float(0.0)
+        if hxy > 1.0e-9:
+            along_ray = wp.abs(-uy * d[0] + ux * d[1]) / hxy
+        across_ray = wp.sqrt(wp.max(1.0 - along_ray * along_ray, 0.0))
+        stretch = along_ray / (wp.abs(d[2]) + 0.5 * pix)
+        fp = t * pix * wp.sqrt(stretch * stretch + across_ray * across_ray)
+        cov = wp.max(0.0, wp.min(dist + 0.5 * fp, hw) - wp.max(dist - 0.5 * fp, -hw)) / fp
+    if cov <= 0.0:
+        return vec5(0.0)
+    return vec5(t, color[0], color[1], color[2], wp.min(cov, 1.0))
+
+
+@wp.func
+def wall_fragment(
+    o: wp.vec3,
+    d: wp.vec3,
+    a: wp.vec3,
+    b: wp.vec3,
+    h: float,
+    color: wp.vec3,
+    pix: float,
+    near: float,
+    far: float,
+    antialias: int,
+) -> vec5:
+    """Vertical quad on the base segment a-b, ``h`` m tall."""
+    ux = b[0] - a[0]
+    uy = b[1] - a[1]
+    seg_len = wp.sqrt(ux * ux + uy * uy)
+    if seg_len < 1.0e-6:
+        return vec5(0.0)
+    ux = ux / seg_len
+    uy = uy / seg_len
+    dn = -uy * d[0] + ux * d[1]
+    if wp.abs(dn) < 1.0e-9:
+        return vec5(0.0)
+    t = (-uy * (a[0] - o[0]) + ux * (a[1] - o[1])) / dn
+    if t < near or t > far:
+        return vec5(0.0)
+    p = o + t * d
+    along = (p[0] - a[0]) * ux + (p[1] - a[1]) * uy
+    zb = a[2] + (b[2] - a[2]) * along / seg_len
+    sd = wp.max(wp.max(-along, along - seg_len), wp.max(zb - p[2], p[2] - (zb + h)))
+    cov = coverage(sd, t * pix, antialias)
+    if cov <= 0.0:
+        return vec5(0.0)
+    col = color * (depth_shade(t) * (0.75 + 0.25 * wp.abs(dn)))
+    return vec5(t, col[0], col[1], col[2], cov)
+
+
+@wp.func
+def light_fragment(
+    o: wp.vec3,
+    d: wp.vec3,
+    p0: wp.vec3,
+    heading: float,
+    color: wp.vec3,
+    pix: float,
+    near: float,
+    far: float,
+    antialias: int,
+) -> vec5:
+    """Disk facing ``heading``, faded by its angular visibility from the camera."""
+    vis = light_visibility(p0, heading, o)
+    if vis <= 0.0:
+        return vec5(0.0)
+    nrm = wp.vec3(wp.cos(heading), wp.sin(heading), 0.0)
+    dn = wp.dot(nrm, d)
+    if wp.abs(dn) < 1.0e-9:
+        return vec5(0.0)
+    t = wp.dot(nrm, p0 - o) / dn
+    if t < near or t > far:
+        return vec5(0.0)
+    sd = wp.length(o + t * d - p0) - _LIGHT_RADIUS
+    cov = coverage(sd, t * pix, antialias) * vis
+    if cov <= 0.0:
+        return vec5(0.0)
+    return vec5(t, color[0], color[1], color[2], cov)
+
+
+@wp.func
+def entry_fragment(
+    ref: int,
+    o: wp.vec3,
+    d: wp.vec3,
+    step: int,
+    world: int,
+    agent_box: wp.array3d(dtype=wp.float32),
+    light_state: wp.array2d(dtype=wp.int32),
+    world_light_start: wp.array(dtype=wp.int32),
+    line_a: wp.array(dtype=wp.vec3),
+    line_b: wp.array(dtype=wp.vec3),
+    line_half_width: wp.array(dtype=wp.float32),
+    line_kind: wp.array(dtype=wp.int32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    light_pos: wp.array(dtype=wp.vec3),
+    light_heading: wp.array(dtype=wp.float32),
+    light_local: wp.array(dtype=wp.int32),
+    face_color: wp.array(dtype=wp.vec3),
+    line_color: wp.array(dtype=wp.vec3),
+    light_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    pix: float,
+    near: float,
+    far: float,
+    antialias: int,
+) -> vec5:
+    """The fragment one list entry leaves on the ray (alpha 0 = none)."""
+    kind = ref >> _REF_SHIFT
+    i = ref & _REF_MASK
+    if kind == _REF_AGENT:
+        return box_fragment(o, d, agent_box, step, i, face_color, pix, near, far, antialias)
+    if kind == _REF_LINE:
+        return line_fragment(
+            o, d, line_a[i], line_b[i], line_half_width[i], line_color[line_kind[i]], pix, near, far, antialias
+        )
+    if kind == _REF_WALL:
+        return wall_fragment(o, d, wall_a[i], wall_b[i], wall_height[i], misc_color[2], pix, near, far, antialias)
+    state = wp.clamp(light_state[step, world_light_start[world] + light_local[i]], 0, 3)
+    return light_fragment(o, d, light_pos[i], light_heading[i], light_color[state], pix, near, far, antialias)
+
+
+@wp.func
+def trace_ray(
+    v: int,
+    o: wp.vec3,
+    d: wp.vec3,
+    step: int,
+    world: int,
+    ground_z: float,
+    agent_box: wp.array3d(dtype=wp.float32),
+    light_state: wp.array2d(dtype=wp.int32),
+    world_light_start: wp.array(dtype=wp.int32),
+    line_a: wp.array(dtype=wp.vec3),
+    line_b: wp.array(dtype=wp.vec3),
+    line_half_width: wp.array(dtype=wp.float32),
+    line_kind: wp.array(dtype=wp.int32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    light_pos: wp.array(dtype=wp.vec3),
+    light_heading: wp.array(dtype=wp.float32),
+    light_local: wp.array(dtype=wp.int32),
+    face_color: wp.array(dtype=wp.vec3),
+    line_color: wp.array(dtype=wp.vec3),
+    light_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    list_ref: wp.array2d(dtype=wp.int32),
+    list_bound: wp.array2d(dtype=wp.float32),
+    tile_mask: wp.array3d(dtype=wp.uint32),
+    tile: int,
+    pix: float,
+    near: float,
+    far: float,
+    antialias: int,
+) -> wp.vec3:
+    """Colour seen along the unit ray o + t d (front-to-back composite over ground or sky)."""
+    ft = wp.vec4(0.0)
+    fr = wp.vec4(0.0)
+    fg = wp.vec4(0.0)
+    fb = wp.vec4(0.0)
+    fa = wp.vec4(0.0)
+    nf = int(0)
+    t_opaque = float(1.0e30)
+    done = int(0)
+    for wd in range(tile_mask.shape[2]):
+        bits = tile_mask[v, tile, wd]
+        if done == 1:
+            break
+        while bits != wp.uint32(0):
+            low = bits & (~bits + wp.uint32(1))
+            bits = bits ^ low
+            # Index of the lowest set bit: exact, as float32 holds every power of two.
+            k = wd * 32 + int(wp.round(wp.log2(float(low))))
+            if list_bound[v, k] >= t_opaque:
+                done = 1
+                break
+            frag = entry_fragment(
+                list_ref[v, k], o, d, step, world, agent_box, light_state, world_light_start,
+                line_a, line_b, line_half_width, line_kind, wall_a, wall_b, wall_height,
+                light_pos, light_heading, light_local, face_color, line_color, light_color, misc_color,
+                pix, near, far, antialias,
+            )  # fmt: skip
+            # Fade out over the last 15% before `far` so geometry does not pop at the clip distance.
+            frag[4] = frag[4] * wp.clamp((far - frag[0]) / (_FAR_FADE * far), 0.0, 1.0)
+            if frag[4] <= 0.0 or frag[0] >= t_opaque:
+                continue
+            # Insert into the depth-sorted fragment buffer (stable; the farthest drops when full).
+            if nf == _FRAGS:
+                if frag[0] >= ft[_FRAGS - 1]:
+                    continue
+            j = wp.min(nf, _FRAGS - 1)
+            while j > 0:
+                if ft[j - 1] <= frag[0]:
+                    break
+                ft[j] = ft[j - 1]
+                fr[j] = fr[j - 1]
+                fg[j] = fg[j - 1]
+                fb[j] = fb[j - 1]
+                fa[j] = fa[j - 1]
+                j -= 1
+            ft[j] = frag[0]
+            fr[j] = frag[1]
+            fg[j] = frag[2]
+            fb[j] = frag[3]
+            fa[j] = frag[4]
+            nf = wp.min(nf + 1, _FRAGS)
+            if frag[4] >= _OPAQUE:
+                t_opaque = wp.min(t_opaque, frag[0])
+    acc = wp.vec3(0.0)
+    alpha = float(0.0)
+    for j in range(nf):
+        w = (1.0 - alpha) * fa[j]
+        acc += w * wp.vec3(fr[j], fg[j], fb[j])
+        alpha += w
+    bg = misc_color[0]
+    if d[2] < -1.0e-6 and (ground_z - o[2]) / d[2] > 0.0:
+        bg = misc_color[1]
+    return acc + (1.0 - alpha) * bg
+
+
+@wp.kernel
+def raster_views(
+    # per-view data from cull_views
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_step: wp.array(dtype=wp.int32),
+    view_world: wp.array(dtype=wp.int32),
+    view_ground: wp.array(dtype=wp.float32),
+    list_ref: wp.array2d(dtype=wp.int32),
+    list_bound: wp.array2d(dtype=wp.float32),
+    list_count: wp.array(dtype=wp.int32),
+    tile_mask: wp.array3d(dtype=wp.uint32),
+    # snapshot history
+    agent_box: wp.array3d(dtype=wp.float32),
+    light_state: wp.array2d(dtype=wp.int32),
+    world_light_start: wp.array(dtype=wp.int32),
+    # static scene
+    line_a: wp.array(dtype=wp.vec3),
+    line_b: wp.array(dtype=wp.vec3),
+    line_half_width: wp.array(dtype=wp.float32),
+    line_kind: wp.array(dtype=wp.int32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    light_pos: wp.array(dtype=wp.vec3),
+    light_heading: wp.array(dtype=wp.float32),
+    light_local: wp.array(dtype=wp.int32),
+    # palette
+    face_color: wp.array(dtype=wp.vec3),
+    line_color: wp.array(dtype=wp.vec3),
+    light_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    # rig (focal and principal point at the output resolution) and options
+    focal: float,
+    cx: float,
+    cy: float,
+    near: float,
+    far: float,
+    supersample: int,
+    antialias: int,
+    out_offset: int,
+    # output
+    image_out: wp.array4d(dtype=wp.uint8),
+):
+    tid = wp.tid()
+    height = image_out.shape[1]
+    width = image_out.shape[2]
+    v = tid / (width * height)
+    rem = tid - v * width * height
+    py = rem / width
+    px = rem - py * width
+    world = view_world[v]
+    color = wp.vec3(0.0)
+    if world >= 0:
+        o = view_origin[v]
+        basis = view_basis[v]
+        step = view_step[v]
+        tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
+        ss = float(supersample)
+        f = focal * ss
+        pix = 1.0 / f
+        for sy in range(supersample):
+            for sx in range(supersample):
+                u = float(px * supersample + sx) + 0.5
+                w = float(py * supersample + sy) + 0.5
+                d = wp.normalize(basis[0] * f + basis[1] * (cx * ss - u) + basis[2] * (cy * ss - w))
+                color += trace_ray(
+                    v, o, d, step, world, view_ground[v], agent_box, light_state, world_light_start,
+                    line_a, line_b, line_half_width, line_kind, wall_a, wall_b, wall_height,
+                    light_pos, light_heading, light_local, face_color, line_color, light_color, misc_color,
+                    list_ref, list_bound, tile_mask, tile, pix, near, far, antialias,
+                )  # fmt: skip
+        color = color / (ss * ss)
+    for ch in range(3):
+        image_out[out_offset + v, py, px, ch] = wp.uint8(int(wp.floor(wp.clamp(color[ch], 0.0, 1.0) * 255.0 + 0.5)))
+
+
+@wp.kernel
+def raster_ids(
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_step: wp.array(dtype=wp.int32),
+    view_world: wp.array(dtype=wp.int32),
+    list_ref: wp.array2d(dtype=wp.int32),
+    list_bound: wp.array2d(dtype=wp.float32),
+    list_count: wp.array(dtype=wp.int32),
+    agent_box: wp.array3d(dtype=wp.float32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    face_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    focal: float,
+    cx: float,
+    cy: float,
+    near: float,
+    far: float,
+    # output: nearest opaque surface at the pixel centre: agent slot, -2 wall, -1 none
+    id_out: wp.array3d(dtype=wp.int32),
+):
+    tid = wp.tid()
+    height = id_out.shape[1]
+    width = id_out.shape[2]
+    v = tid / (width * height)
+    rem = tid - v * width * height
+    py = rem / width
+    px = rem - py * width
+    best = int(-1)
+    if view_world[v] >= 0:
+        o = view_origin[v]
+        basis = view_basis[v]
+        step = view_step[v]
+        d = wp.normalize(
+            basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5))
+        )
+        t_best = float(1.0e30)
+        for k in range(list_count[v]):
+            if list_bound[v, k] >= t_best:
+                break
+            ref = list_ref[v, k]
+            kind = ref >> _REF_SHIFT
+            i = ref & _REF_MASK
+            frag = vec5(0.0)
+            ident = int(-1)
+            if kind == _REF_AGENT:
+                frag = box_fragment(o, d, agent_box, step, i, face_color, 1.0, near, far, 0)
+                ident = i
+            elif kind == _REF_WALL:
+                frag = wall_fragment(o, d, wall_a[i], wall_b[i], wall_height[i], misc_color[2], 1.0, near, far, 0)
+                ident = -2
+            if frag[4] > 0.0 and frag[0] < t_best:
+                t_best = frag[0]
+                best = ident
+    id_out[v, py, px] = best

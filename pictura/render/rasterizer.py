@@ -1,0 +1,361 @@
+"""`Renderer`: every requested ego's camera views from a snapshot history, on the Warp device.
+
+The renderer owns the static scene (all maps packed once, with per-map culling grids) and
+takes *view requests* ``(step, slot)`` against a history of snapshots (`pictura.sim.snapshot`),
+so PPO can re-render minibatches instead of storing images. ``render`` never synchronises with
+the host; requests are processed in chunks of ``chunk_size`` so memory stays bounded by the
+chunk's per-view lists, whatever the number of requests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from pictura.maps.roadmap import RoadMap
+from pictura.render import kernels
+from pictura.render.camera import CameraRig
+from pictura.render.palette import AGENT_FACE_COLOR, GROUND, LIGHT_COLOR, LINE_COLOR, SKY, WALL
+from pictura.render.scene import PackedScene, pack_scene
+from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, BOX_WIDTH, WorldLayout
+
+
+def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
+    return tuple(int(x) for x in a.shape)
+
+
+class Renderer:
+    """Perspective rasterizer for a pool of worlds playing on ``road_maps``.
+
+    Args:
+        road_maps: the maps; ``layout.world_map`` indexes into this list.
+        layout: how slots and lights are cut into worlds.
+        rig: the camera rig; its current resolution is read at every ``render`` call.
+        device: Warp device ("cpu", "cuda", "cuda:1", ...).
+        list_capacity: primitives kept per view after culling (nearest first), K.
+        chunk_size: requests rendered per kernel pass (bounds the per-view scratch memory).
+        supersample: rays per pixel along each axis (1 = analytic coverage only; 2 = the 2x2
+            supersampled reference mode).
+        antialias: analytic-coverage antialiasing; False gives hard 1-sample edges.
+        cell_size: culling grid cell edge (m).
+    """
+
+    def __init__(
+        self,
+        road_maps: list[RoadMap],
+        layout: WorldLayout,
+        rig: CameraRig,
+        device: str = "cpu",
+        list_capacity: int = 96,
+        chunk_size: int = 4096,
+        supersample: int = 1,
+        antialias: bool = True,
+        cell_size: float = 16.0,
+    ) -> None:
+        if list_capacity < 1:
+            raise ValueError(f"list_capacity must be >= 1, got {list_capacity}")
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        if supersample not in (1, 2, 3, 4):
+            raise ValueError(f"supersample must be 1, 2, 3 or 4, got {supersample}")
+        _check_layout(road_maps, layout)
+        self.road_maps = list(road_maps)
+        self.layout = layout
+        self.rig = rig
+        self.device = wp.get_device(device)
+        self.list_capacity = int(list_capacity)
+        self.chunk_size = int(chunk_size)
+        self.supersample = int(supersample)
+        self.antialias = bool(antialias)
+        self.scene: PackedScene = pack_scene(self.road_maps, cell_size)
+        self._upload()
+        self._scratch_views = 0
+
+    # ---- setup ------------------------------------------------------------------------
+    def _upload(self) -> None:
+        dev = self.device
+        sc = self.scene
+
+        def arr(x: np.ndarray, dtype) -> wp.array:
+            return wp.array(x, dtype=dtype, device=dev)
+
+        self._line_a = arr(sc.line_a, wp.vec3)
+        self._line_b = arr(sc.line_b, wp.vec3)
+        self._line_kind = arr(sc.line_kind, wp.int32)
+        self._line_hw = arr(sc.line_half_width, wp.float32)
+        self._wall_a = arr(sc.wall_a, wp.vec3)
+        self._wall_b = arr(sc.wall_b, wp.vec3)
+        self._wall_h = arr(sc.wall_height, wp.float32)
+        self._light_pos = arr(sc.light_pos, wp.vec3)
+        self._light_heading = arr(sc.light_heading, wp.float32)
+        self._light_local = arr(sc.light_local, wp.int32)
+        self._grid_origin = arr(sc.map_grid_origin, wp.vec2)
+        self._grid_dims = arr(sc.map_grid_dims, wp.int32)
+        self._cell_base = arr(sc.map_cell_base, wp.int32)
+        self._cell_start = arr(sc.cell_start, wp.int32)
+        self._entry_ref = arr(sc.entry_ref, wp.int32)
+        self._entry_min_cell = arr(sc.entry_min_cell.reshape(-1, 2), wp.int32)
+        lay = self.layout
+        self._slot_world = arr(np.asarray(lay.slot_world, np.int32), wp.int32)
+        self._world_map = arr(np.asarray(lay.world_map, np.int32), wp.int32)
+        self._world_slot_start = arr(np.asarray(lay.world_slot_start, np.int32), wp.int32)
+        self._world_slot_count = arr(np.asarray(lay.world_slot_count, np.int32), wp.int32)
+        self._world_light_start = arr(np.asarray(lay.world_light_start, np.int32), wp.int32)
+        self._face_color = arr(AGENT_FACE_COLOR.reshape(-1, 3), wp.vec3)
+        self._line_color = arr(LINE_COLOR, wp.vec3)
+        self._light_color = arr(LIGHT_COLOR, wp.vec3)
+        self._misc_color = arr(np.array([SKY, GROUND, WALL], np.float32), wp.vec3)
+
+    def _scratch(self, views: int) -> None:
+        """Per-view buffers for one chunk (independent of resolution)."""
+        if views <= self._scratch_views:
+            return
+        dev, k = self.device, self.list_capacity
+        self._view_origin = wp.zeros(views, dtype=wp.vec3, device=dev)
+        self._view_basis = wp.zeros(views, dtype=wp.mat33, device=dev)
+        self._view_step = wp.zeros(views, dtype=wp.int32, device=dev)
+        self._view_world = wp.zeros(views, dtype=wp.int32, device=dev)
+        self._view_ground = wp.zeros(views, dtype=wp.float32, device=dev)
+        self._list_ref = wp.zeros((views, k), dtype=wp.int32, device=dev)
+        self._list_bound = wp.zeros((views, k), dtype=wp.float32, device=dev)
+        self._list_count = wp.zeros(views, dtype=wp.int32, device=dev)
+        self._scratch_views = views
+
+    def _tile_mask(self, views: int) -> wp.array:
+        """(views, tiles, words) uint32 screen-bin masks; sized by chunk and resolution."""
+        tile = kernels.TILE_PX
+        tiles = ((self.rig.width + tile - 1) // tile) * ((self.rig.height + tile - 1) // tile)
+        shape = (views, tiles, (self.list_capacity + 31) // 32)
+        mask = getattr(self, "_mask", None)
+        if mask is None or mask.shape[0] < views or mask.shape[1:] != shape[1:]:
+            self._mask = wp.zeros(shape, dtype=wp.uint32, device=self.device)
+        return self._mask
+
+    # ---- public API ---------------------------------------------------------------------
+    @property
+    def num_cameras(self) -> int:
+        return self.rig.num_cameras
+
+    def new_output(self, n_requests: int) -> wp.array:
+        """A zeroed ``(n_requests * C, H, W, 3)`` uint8 image array on the device."""
+        if n_requests < 0:
+            raise ValueError(f"n_requests must be >= 0, got {n_requests}")
+        shape = (n_requests * self.rig.num_cameras, self.rig.height, self.rig.width, 3)
+        return wp.zeros(shape, dtype=wp.uint8, device=self.device)
+
+    def render(self, agent_box: wp.array, light_state: wp.array, requests: wp.array, out: wp.array) -> None:
+        """Draw all C cameras of each requested ego into ``out`` (row ``i * C + c``).
+
+        Args:
+            agent_box: ``(T, S, BOX_WIDTH)`` float32 snapshot history.
+            light_state: ``(T, layout.light_count)`` int32 LIGHT_* history.
+            requests: ``(N, 2)`` int32 rows (step, slot). Invalid egos render black; use
+                `validate_requests` on the host to report them.
+            out: ``(N * C, H, W, 3)`` uint8, e.g. from `new_output`.
+
+        Only shapes are checked (no host sync); the work is queued on ``self.device``.
+        """
+        n = self._check_inputs(agent_box, light_state, requests)
+        C, H, W = self.rig.num_cameras, self.rig.height, self.rig.width
+        if _shape(out) != (n * C, H, W, 3) or out.dtype != wp.uint8:
+            raise ValueError(f"out must be uint8 of shape {(n * C, H, W, 3)}, got {out.dtype} {_shape(out)}")
+        if out.device != self.device:
+            raise ValueError(f"out is on {out.device}, the renderer on {self.device}")
+        focal = self.rig.focal
+        cx, cy = self.rig.principal
+        for start in range(0, n, self.chunk_size):
+            views = min(self.chunk_size, n - start) * C
+            self._cull(agent_box, requests, start, views, solo_slot=-1)
+            wp.launch(
+                kernels.raster_views,
+                dim=views * H * W,
+                inputs=[
+                    self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
+                    self._list_ref, self._list_bound, self._list_count, self._tile_mask(views),
+                    agent_box, light_state, self._world_light_start,
+                    self._line_a, self._line_b, self._line_hw, self._line_kind,
+                    self._wall_a, self._wall_b, self._wall_h,
+                    self._light_pos, self._light_heading, self._light_local,
+                    self._face_color, self._line_color, self._light_color, self._misc_color,
+                    focal, cx, cy, self.rig.near, self.rig.far,
+                    self.supersample, int(self.antialias), start * C,
+                ],
+                outputs=[out],
+                device=self.device,
+            )  # fmt: skip
+
+    def render_numpy(self, agent_box: np.ndarray, light_state: np.ndarray, requests: np.ndarray) -> np.ndarray:
+        """Host convenience (tools, tests): NumPy in, ``(N, C, H, W, 3)`` uint8 NumPy out."""
+        ab, ls, rq = self._to_device(agent_box, light_state, requests)
+        out = self.new_output(rq.shape[0])
+        self.render(ab, ls, rq, out)
+        C, H, W = self.rig.num_cameras, self.rig.height, self.rig.width
+        return out.numpy().reshape(rq.shape[0], C, H, W, 3)
+
+    def validate_requests(
+        self,
+        agent_box: wp.array | np.ndarray,
+        requests: wp.array | np.ndarray,
+        light_state: wp.array | np.ndarray | None = None,
+    ) -> None:
+        """Host-side check (syncs): every request names an in-range step and a valid ego.
+
+        Also checks every agent kind is AGENT_* or -1 and, when given, every light state is
+        LIGHT_* (the kernels would otherwise draw out-of-range values with a neighbouring colour).
+        """
+        boxes = agent_box.numpy() if isinstance(agent_box, wp.array) else np.asarray(agent_box)
+        req = requests.numpy() if isinstance(requests, wp.array) else np.asarray(requests)
+        if light_state is not None:
+            ls = light_state.numpy() if isinstance(light_state, wp.array) else np.asarray(light_state)
+            bad_ls = (ls < 0) | (ls > 3)
+            if bad_ls.any():
+                idx = tuple(int(i) for i in np.argwhere(bad_ls)[0])
+                raise ValueError(f"light_state{list(idx)} = {ls[idx]} is not a LIGHT_* value (0..3)")
+        if req.ndim != 2 or req.shape[1] != 2:
+            raise ValueError(f"requests must have shape (N, 2), got {req.shape}")
+        if boxes.ndim != 3 or boxes.shape[2] != BOX_WIDTH:
+            raise ValueError(f"agent_box must have shape (T, S, {BOX_WIDTH}), got {boxes.shape}")
+        T, S = boxes.shape[:2]
+        for i, (step, slot) in enumerate(req.tolist()):
+            if not 0 <= step < T:
+                raise ValueError(f"requests[{i}]: step {step} outside 0..{T - 1}")
+            if not 0 <= slot < S:
+                raise ValueError(f"requests[{i}]: slot {slot} outside 0..{S - 1}")
+            if boxes[step, slot, BOX_KIND] == BOX_INVALID:
+                raise ValueError(f"requests[{i}]: slot {slot} at step {step} is empty (kind == -1)")
+        kinds = boxes[..., BOX_KIND]
+        bad = ~np.isin(kinds, (BOX_INVALID, 0.0, 1.0, 2.0))
+        if bad.any():
+            t, s = np.argwhere(bad)[0]
+            raise ValueError(f"agent_box[{t}, {s}] kind {kinds[t, s]} is not an AGENT_* value or -1")
+
+    def occlusion_fraction(
+        self, agent_box: np.ndarray, light_state: np.ndarray, ego_slot: int, target_slot: int
+    ) -> float:
+        """Visible fraction of ``target_slot``'s projected area over all of ``ego_slot``'s cameras.
+
+        Renders target-id buffers (pixel centres, no antialiasing) with every occluder
+        (agents and walls) and with the target alone; returns visible / unoccluded pixel
+        counts, and 0.0 when the target projects to no pixel at all. ``agent_box`` is one step,
+        ``(S, BOX_WIDTH)``; ``light_state`` ``(light_count,)`` (lights never occlude).
+        """
+        boxes = np.asarray(agent_box, np.float32)
+        if boxes.ndim != 2:
+            raise ValueError(f"agent_box must have shape (S, {BOX_WIDTH}), got {boxes.shape}")
+        for key, s in (("ego_slot", ego_slot), ("target_slot", target_slot)):
+            if not 0 <= s < boxes.shape[0] or boxes[s, BOX_KIND] == BOX_INVALID:
+                raise ValueError(f"{key} {s} is not a valid agent slot")
+        if ego_slot == target_slot:
+            raise ValueError("target_slot must differ from ego_slot (the ego is never drawn)")
+        if self.layout.slot_world[ego_slot] != self.layout.slot_world[target_slot]:
+            return 0.0
+        req = np.array([[0, ego_slot]], np.int32)
+        ab, _, rq = self._to_device(boxes[None], np.asarray(light_state, np.int32).reshape(1, -1), req)
+        counts = []
+        for solo in (-1, target_slot):
+            ids = self._id_buffer(ab, rq, solo)
+            counts.append(int(np.count_nonzero(ids == target_slot)))
+        return 0.0 if counts[1] == 0 else counts[0] / counts[1]
+
+    # ---- internals ----------------------------------------------------------------------
+    def _cull(self, agent_box: wp.array, requests: wp.array, start: int, views: int, solo_slot: int) -> None:
+        self._scratch(views)
+        sc = self.scene
+        focal = self.rig.focal
+        cx, cy = self.rig.principal
+        wp.launch(
+            kernels.cull_views,
+            dim=views,
+            inputs=[
+                agent_box, requests, start,
+                self._cam_extr(), self.rig.num_cameras, focal, cx, cy,
+                float(self.rig.width), float(self.rig.height), self.rig.near, self.rig.far,
+                self._slot_world, self._world_map, self._world_slot_start, self._world_slot_count,
+                self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
+                self._light_pos, self._light_heading,
+                self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
+                self._entry_ref, self._entry_min_cell, sc.cell_size,
+                solo_slot, self.list_capacity,
+            ],
+            outputs=[
+                self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
+                self._list_ref, self._list_bound, self._list_count, self._tile_mask(views),
+            ],
+            device=self.device,
+        )  # fmt: skip
+
+    def _cam_extr(self) -> wp.array:
+        extr = self.rig.extrinsics()
+        cached = getattr(self, "_extr_cache", None)
+        if cached is None or not np.array_equal(cached[0], extr):
+            self._extr_cache = (extr, wp.array(extr, dtype=wp.float32, device=self.device))
+        return self._extr_cache[1]
+
+    def _id_buffer(self, agent_box: wp.array, requests: wp.array, solo_slot: int) -> np.ndarray:
+        C, H, W = self.rig.num_cameras, self.rig.height, self.rig.width
+        views = requests.shape[0] * C
+        self._cull(agent_box, requests, 0, views, solo_slot)
+        ids = wp.zeros((views, H, W), dtype=wp.int32, device=self.device)
+        cx, cy = self.rig.principal
+        wp.launch(
+            kernels.raster_ids,
+            dim=views * H * W,
+            inputs=[
+                self._view_origin, self._view_basis, self._view_step, self._view_world,
+                self._list_ref, self._list_bound, self._list_count,
+                agent_box, self._wall_a, self._wall_b, self._wall_h, self._face_color, self._misc_color,
+                self.rig.focal, cx, cy, self.rig.near, self.rig.far,
+            ],
+            outputs=[ids],
+            device=self.device,
+        )  # fmt: skip
+        return ids.numpy()
+
+    def _to_device(
+        self, agent_box: np.ndarray, light_state: np.ndarray, requests: np.ndarray
+    ) -> tuple[wp.array, wp.array, wp.array]:
+        ab = wp.array(np.ascontiguousarray(agent_box, np.float32), dtype=wp.float32, device=self.device)
+        ls_np = np.ascontiguousarray(light_state, np.int32)
+        if ls_np.ndim == 1:
+            ls_np = ls_np[None].repeat(ab.shape[0], 0)
+        ls = wp.array(ls_np.reshape(ab.shape[0], self.layout.light_count), dtype=wp.int32, device=self.device)
+        rq = wp.array(np.ascontiguousarray(requests, np.int32).reshape(-1, 2), dtype=wp.int32, device=self.device)
+        return ab, ls, rq
+
+    def _check_inputs(self, agent_box: wp.array, light_state: wp.array, requests: wp.array) -> int:
+        S, Lc = self.layout.num_slots, self.layout.light_count
+        if agent_box.ndim != 3 or agent_box.shape[1:] != (S, BOX_WIDTH) or agent_box.dtype != wp.float32:
+            raise ValueError(f"agent_box must be float32 (T, {S}, {BOX_WIDTH}), got {agent_box.dtype} {_shape(agent_box)}")
+        T = agent_box.shape[0]
+        if light_state.ndim != 2 or _shape(light_state) != (T, Lc) or light_state.dtype != wp.int32:
+            raise ValueError(f"light_state must be int32 ({T}, {Lc}), got {light_state.dtype} {_shape(light_state)}")
+        if requests.ndim != 2 or requests.shape[1] != 2 or requests.dtype != wp.int32:
+            raise ValueError(f"requests must be int32 (N, 2), got {requests.dtype} {_shape(requests)}")
+        for name, a in (("agent_box", agent_box), ("light_state", light_state), ("requests", requests)):
+            if a.device != self.device:
+                raise ValueError(f"{name} is on {a.device}, the renderer on {self.device}")
+            if not a.is_contiguous:
+                raise ValueError(f"{name} must be contiguous")
+        return int(requests.shape[0])
+
+
+def _check_layout(road_maps: list[RoadMap], layout: WorldLayout) -> None:
+    if len(road_maps) == 0:
+        raise ValueError("road_maps: need at least one RoadMap")
+    wm = np.asarray(layout.world_map)
+    if wm.min() < 0 or wm.max() >= len(road_maps):
+        raise ValueError(f"layout.world_map holds a map index outside 0..{len(road_maps) - 1}")
+    starts = np.asarray(layout.world_slot_start)
+    counts = np.asarray(layout.world_slot_count)
+    if np.any(starts < 0) or np.any(starts + counts > layout.num_slots):
+        raise ValueError("layout.world_slot_start/world_slot_count reach outside the slot pool")
+    sw = np.asarray(layout.slot_world)
+    for w in range(layout.num_worlds):
+        if np.any(sw[starts[w] : starts[w] + counts[w]] != w):
+            raise ValueError(f"layout.slot_world disagrees with world {w}'s slot range")
+        n_lights = len(road_maps[wm[w]].light_position)
+        if layout.world_light_start[w] + n_lights > layout.light_count:
+            raise ValueError(
+                f"layout.world_light_start[{w}] + {n_lights} lights of map {wm[w]} exceeds light_count "
+                f"{layout.light_count}"
+            )
