@@ -1,0 +1,188 @@
+"""Warp functions for 2-D oriented boxes and segments (collision, off-road, goals).
+
+Boxes are (centre xy, heading, half-length, half-width). Conventions: boxes that only touch do
+not overlap (strict SAT); segments that touch do intersect (inclusive orientation test).
+"""
+
+# ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
+
+from __future__ import annotations
+
+import warp as wp
+
+SWEEP_SUBSTEPS = 4
+"""Poses interpolated between the previous and current pose in the swept off-road test: enough
+for a box to turn through ~180 deg in one step without stepping over an edge."""
+Z_TOLERANCE_M = 4.0
+"""Geometry further than this in z is on another level (overpass) and never interacts."""
+
+
+@wp.func
+def wrap_angle(a: float):
+    """``a`` wrapped to [-pi, pi)."""
+    return a - 2.0 * wp.pi * wp.floor((a + wp.pi) / (2.0 * wp.pi))
+
+
+@wp.func
+def cross2(a: wp.vec2, b: wp.vec2):
+    return a[0] * b[1] - a[1] * b[0]
+
+
+@wp.func
+def xy(p: wp.vec3):
+    return wp.vec2(p[0], p[1])
+
+
+@wp.func
+def box_corner(centre: wp.vec2, heading: float, half_length: float, half_width: float, k: int):
+    """Corner ``k`` (0..3, counter-clockwise from front-left) of an oriented box."""
+    c = wp.cos(heading)
+    s = wp.sin(heading)
+    fx = half_length
+    fy = half_width
+    if k == 1:
+        fx = -half_length
+    if k == 2:
+        fx = -half_length
+        fy = -half_width
+    if k == 3:
+        fy = -half_width
+    return wp.vec2(centre[0] + c * fx - s * fy, centre[1] + s * fx + c * fy)
+
+
+@wp.func
+def boxes_overlap(ca: wp.vec2, ha: float, la: float, wa: float, cb: wp.vec2, hb: float, lb: float, wb: float):
+    """Separating-axis test of two oriented boxes (full length ``l``, width ``w``, m)."""
+    ua = wp.vec2(wp.cos(ha), wp.sin(ha))
+    va = wp.vec2(-ua[1], ua[0])
+    ub = wp.vec2(wp.cos(hb), wp.sin(hb))
+    vb = wp.vec2(-ub[1], ub[0])
+    d = cb - ca
+    overlap = bool(True)
+    for k in range(4):
+        axis = ua
+        if k == 1:
+            axis = va
+        if k == 2:
+            axis = ub
+        if k == 3:
+            axis = vb
+        ra = 0.5 * la * wp.abs(wp.dot(ua, axis)) + 0.5 * wa * wp.abs(wp.dot(va, axis))
+        rb = 0.5 * lb * wp.abs(wp.dot(ub, axis)) + 0.5 * wb * wp.abs(wp.dot(vb, axis))
+        if wp.abs(wp.dot(d, axis)) >= ra + rb:
+            overlap = False
+    return overlap
+
+
+@wp.func
+def segments_intersect(p1: wp.vec2, p2: wp.vec2, q1: wp.vec2, q2: wp.vec2):
+    """Do closed segments p1p2 and q1q2 share a point (collinear overlap included)?"""
+    r = p2 - p1
+    s = q2 - q1
+    d1 = cross2(s, p1 - q1)
+    d2 = cross2(s, p2 - q1)
+    d3 = cross2(r, q1 - p1)
+    d4 = cross2(r, q2 - p1)
+    hit = False
+    if d1 * d2 <= 0.0 and d3 * d4 <= 0.0:
+        if d1 == 0.0 and d2 == 0.0:
+            # collinear: overlap of the projections on the longer direction
+            axis = r
+            if wp.dot(s, s) > wp.dot(r, r):
+                axis = s
+            a0 = wp.dot(p1, axis)
+            a1 = wp.dot(p2, axis)
+            b0 = wp.dot(q1, axis)
+            b1 = wp.dot(q2, axis)
+            hit = wp.max(wp.min(a0, a1), wp.min(b0, b1)) <= wp.min(wp.max(a0, a1), wp.max(b0, b1))
+        else:
+            hit = True
+    return hit
+
+
+@wp.func
+def point_in_box(p: wp.vec2, centre: wp.vec2, heading: float, half_length: float, half_width: float):
+    d = p - centre
+    c = wp.cos(heading)
+    s = wp.sin(heading)
+    return wp.abs(c * d[0] + s * d[1]) < half_length and wp.abs(-s * d[0] + c * d[1]) < half_width
+
+
+@wp.func
+def box_hits_segment(
+    centre: wp.vec2, heading: float, half_length: float, half_width: float, a: wp.vec2, b: wp.vec2
+):
+    """Does segment ab cross an edge of the box or lie inside it?"""
+    hit = point_in_box(a, centre, heading, half_length, half_width)
+    for k in range(4):
+        c0 = box_corner(centre, heading, half_length, half_width, k)
+        c1 = box_corner(centre, heading, half_length, half_width, (k + 1) % 4)
+        if segments_intersect(c0, c1, a, b):
+            hit = True
+    return hit
+
+
+@wp.func
+def swept_box_hits_segment(
+    centre0: wp.vec2,
+    heading0: float,
+    centre1: wp.vec2,
+    heading1: float,
+    half_length: float,
+    half_width: float,
+    a: wp.vec2,
+    b: wp.vec2,
+):
+    """Does the box swept from pose 0 to pose 1 touch segment ab?
+
+    The sweep is `SWEEP_SUBSTEPS` interpolated poses (position linear, heading along the
+    shorter turn); each pose's outline and each corner's path between poses is tested.
+    """
+    turn = wrap_angle(heading1 - heading0)
+    hit = box_hits_segment(centre0, heading0, half_length, half_width, a, b)
+    for i in range(1, SWEEP_SUBSTEPS + 1):
+        t0 = float(i - 1) / float(SWEEP_SUBSTEPS)
+        t1 = float(i) / float(SWEEP_SUBSTEPS)
+        p0 = centre0 + (centre1 - centre0) * t0
+        p1 = centre0 + (centre1 - centre0) * t1
+        h0 = heading0 + turn * t0
+        h1 = heading0 + turn * t1
+        if box_hits_segment(p1, h1, half_length, half_width, a, b):
+            hit = True
+        for k in range(4):
+            c0 = box_corner(p0, h0, half_length, half_width, k)
+            c1 = box_corner(p1, h1, half_length, half_width, k)
+            if segments_intersect(c0, c1, a, b):
+                hit = True
+    return hit
+
+
+@wp.func
+def point_segment_distance(p: wp.vec2, a: wp.vec2, b: wp.vec2):
+    ab = b - a
+    denom = wp.dot(ab, ab)
+    t = float(0.0)
+    if denom > 0.0:
+        t = wp.clamp(wp.dot(p - a, ab) / denom, 0.0, 1.0)
+    return wp.length(p - (a + ab * t))
+
+
+@wp.func
+def hash_u32(x: wp.uint32):
+    """Integer hash (lowbias32) used to derive RNG keys from (seed, episode, slot, ...)."""
+    x = x ^ (x >> wp.uint32(16))
+    x = x * wp.uint32(0x7FEB352D)
+    x = x ^ (x >> wp.uint32(15))
+    x = x * wp.uint32(0x846CA68B)
+    x = x ^ (x >> wp.uint32(16))
+    return x
+
+
+@wp.func
+def rng_key(seed: int, purpose: int, a: int, b: int):
+    """A non-negative int32 RNG seed from a world seed, a purpose tag and two counters."""
+    h = hash_u32(wp.uint32(seed) ^ wp.uint32(0x9E3779B9))
+    h = hash_u32(h ^ wp.uint32(purpose))
+    h = hash_u32(h ^ wp.uint32(a))
+    h = hash_u32(h ^ wp.uint32(b))
+    return int(h & wp.uint32(0x7FFFFFFF))

@@ -1,0 +1,414 @@
+"""All simulator kernels, in one Warp module so a cold cache compiles them once.
+
+Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) ->
+`rules_kernel` (lane association, events, goals, rewards, dones) -> `world_kernel` (episode
+clock, masked world resets) -> `lights_kernel` -> `observe_kernel` (snapshot + observations).
+"""
+
+# ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
+
+from __future__ import annotations
+
+import warp as wp
+
+from pictura.sim.config import DIST_FIXED, DIST_UMIX
+from pictura.sim.dynamics import bicycle_step
+from pictura.sim.events import collides, crosses_road_edge, goal_reached, runs_red_light
+from pictura.sim.features import (
+    COND_ACC,
+    COND_DELTA_GOAL,
+    COND_STEER,
+    COND_THROTTLE,
+    COND_V_GOAL,
+    CONDITIONING_WIDTH,
+    EVENT_COLLISION,
+    EVENT_GOAL,
+    EVENT_OFFROAD,
+    EVENT_RED_LIGHT,
+    NUM_COEFFICIENTS,
+    NUM_EVENTS,
+    NUM_REWARD_TERMS,
+)
+from pictura.sim.geometry import boxes_overlap, rng_key, wrap_angle
+from pictura.sim.lanes import associate_lane, lane_speed_limit, lane_station, sample_goal_set
+from pictura.sim.model import ModelData
+from pictura.sim.rewards import write_rewards
+from pictura.sim.snapshot import BOX_INVALID
+from pictura.sim.spawn import PURPOSE_GOALS, PURPOSE_SEED, respawn_world
+from pictura.sim.state import ControlData, StateData
+from pictura.sim.traffic import light_phase
+
+# No gradients flow through the simulator; skipping adjoint code halves the cold compile.
+wp.set_module_options({"enable_backward": False, "max_unroll": 1})
+
+_COND_WIDTH = wp.constant(CONDITIONING_WIDTH)
+_NUM_COEF = wp.constant(NUM_COEFFICIENTS)
+_NUM_TERMS = wp.constant(NUM_REWARD_TERMS)
+_NUM_EVENTS = wp.constant(NUM_EVENTS)
+_C_THROTTLE = wp.constant(COND_THROTTLE)
+_C_STEER = wp.constant(COND_STEER)
+_C_ACC = wp.constant(COND_ACC)
+_C_DELTA_GOAL = wp.constant(COND_DELTA_GOAL)
+_C_V_GOAL = wp.constant(COND_V_GOAL)
+_E_COLLISION = wp.constant(EVENT_COLLISION)
+_E_OFFROAD = wp.constant(EVENT_OFFROAD)
+_E_GOAL = wp.constant(EVENT_GOAL)
+_E_RED_LIGHT = wp.constant(EVENT_RED_LIGHT)
+_DIST_FIXED = wp.constant(DIST_FIXED)
+_DIST_UMIX = wp.constant(DIST_UMIX)
+_BOX_INVALID = wp.constant(BOX_INVALID)
+_P_GOALS = wp.constant(PURPOSE_GOALS)
+_P_SEED = wp.constant(PURPOSE_SEED)
+
+
+@wp.kernel
+def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData, state_out: StateData):
+    """Carry every per-slot field over and advance active agents by the bicycle model."""
+    slot = wp.tid()
+    # fields the dynamics do not touch
+    state_out.length[slot] = state_in.length[slot]
+    state_out.width[slot] = state_in.width[slot]
+    state_out.height[slot] = state_in.height[slot]
+    state_out.kind[slot] = state_in.kind[slot]
+    state_out.valid[slot] = state_in.valid[slot]
+    state_out.halted[slot] = state_in.halted[slot]
+    state_out.lane[slot] = state_in.lane[slot]
+    state_out.lane_offset[slot] = state_in.lane_offset[slot]
+    state_out.lane_heading_error[slot] = state_in.lane_heading_error[slot]
+    state_out.goal_index[slot] = state_in.goal_index[slot]
+    for g in range(3):
+        state_out.goal[slot, g] = state_in.goal[slot, g]
+    for c in range(_COND_WIDTH):
+        state_out.conditioning[slot, c] = state_in.conditioning[slot, c]
+    # per-step outputs start cleared
+    state_out.reward[slot] = 0.0
+    for k in range(_NUM_TERMS):
+        state_out.reward_terms[slot, k] = 0.0
+    for k in range(_NUM_EVENTS):
+        state_out.events[slot, k] = 0
+    state_out.terminated[slot] = 0
+    state_out.truncated[slot] = 0
+
+    pos = state_in.pos[slot]
+    heading = state_in.heading[slot]
+    state_out.prev_pos[slot] = pos
+    state_out.prev_heading[slot] = heading
+    if state_in.valid[slot] != 0 and state_in.halted[slot] == 0:
+        a_long = state_in.accel_long[slot]
+        a_lat = state_in.accel_lat[slot]
+        x, y, h, v, a_long_new, a_lat_new, steering, arc = bicycle_step(
+            pos[0],
+            pos[1],
+            heading,
+            state_in.speed[slot],
+            a_long,
+            a_lat,
+            state_in.steering[slot],
+            state_in.length[slot],
+            control.action[slot],
+            state_in.conditioning[slot, _C_THROTTLE],
+            state_in.conditioning[slot, _C_STEER],
+            state_in.conditioning[slot, _C_ACC],
+            model.v_min,
+            model.v_max,
+            model.dt,
+        )
+        state_out.pos[slot] = wp.vec3(x, y, pos[2])
+        state_out.heading[slot] = wrap_angle(h)
+        state_out.speed[slot] = v
+        state_out.accel_long[slot] = a_long_new
+        state_out.accel_lat[slot] = a_lat_new
+        state_out.jerk_long[slot] = (a_long_new - a_long) / model.dt
+        state_out.jerk_lat[slot] = (a_lat_new - a_lat) / model.dt
+        state_out.steering[slot] = steering
+        state_out.distance[slot] = state_in.distance[slot] + wp.abs(arc)
+    else:
+        state_out.pos[slot] = pos
+        state_out.heading[slot] = heading
+        state_out.speed[slot] = 0.0
+        state_out.accel_long[slot] = 0.0
+        state_out.accel_lat[slot] = 0.0
+        state_out.jerk_long[slot] = 0.0
+        state_out.jerk_lat[slot] = 0.0
+        state_out.steering[slot] = state_in.steering[slot]
+        state_out.distance[slot] = state_in.distance[slot]
+
+
+@wp.kernel
+def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
+    """Lane association, off-road then collision then red light (one infraction at most),
+    goals, rewards, dones, for every agent active before this step."""
+    slot = wp.tid()
+    if state_out.valid[slot] == 0 or state_out.halted[slot] != 0:
+        return
+    w = model.slot_world[slot]
+    m = model.world_map[w]
+    pos = state_out.pos[slot]
+    heading = state_out.heading[slot]
+    lane, offset, err = associate_lane(model, m, pos, heading, state_out.lane[slot])
+    state_out.lane[slot] = lane
+    state_out.lane_offset[slot] = offset
+    state_out.lane_heading_error[slot] = err
+
+    offroad = crosses_road_edge(
+        model,
+        m,
+        state_out.prev_pos[slot],
+        state_out.prev_heading[slot],
+        pos,
+        heading,
+        state_out.length[slot],
+        state_out.width[slot],
+    )
+    collision = int(0)
+    if offroad == 0:
+        collision = collides(model, state_out, slot, w)
+    red_light = int(0)
+    if offroad == 0 and collision == 0:
+        red_light = runs_red_light(model, state_in, state_out, slot, w)
+
+    # goals: the first two waypoints of a set pay on contact, the third only below v_goal
+    v = state_out.speed[slot]
+    paid = int(0)
+    gi = state_out.goal_index[slot]
+    if offroad == 0 and collision == 0 and red_light == 0 and gi < 3:
+        radius = state_out.conditioning[slot, _C_DELTA_GOAL]
+        if model.eval_mode != 0:
+            radius = model.eval_goal_radius
+        if goal_reached(state_out.goal[slot, gi], state_out.prev_pos[slot], pos, radius):
+            if gi < 2 or v < state_out.conditioning[slot, _C_V_GOAL]:
+                paid = 1
+                gi = gi + 1
+    if gi >= 3 and lane >= 0:
+        # open-ended episodes: the next set starts from the current lane
+        key = rng_key(state_in.world_seed[w], _P_GOALS, state_in.world_episode[w], state_in.world_step[w])
+        rng = wp.rand_init(key, slot)
+        g0, g1, g2, rng = sample_goal_set(model, lane, lane_station(model, lane, pos), pos, heading, rng)
+        state_out.goal[slot, 0] = g0
+        state_out.goal[slot, 1] = g1
+        state_out.goal[slot, 2] = g2
+        gi = 0
+    state_out.goal_index[slot] = gi
+
+    state_out.events[slot, _E_OFFROAD] = offroad
+    state_out.events[slot, _E_COLLISION] = collision
+    state_out.events[slot, _E_RED_LIGHT] = red_light
+    state_out.events[slot, _E_GOAL] = paid
+    write_rewards(
+        state_out, slot, model.dt, paid, collision, offroad, red_light, lane_speed_limit(model, lane)
+    )
+
+    if offroad != 0 or collision != 0 or red_light != 0:
+        # infractions are terminal: the agent halts in place and stays as an obstacle
+        state_out.terminated[slot] = 1
+        state_out.halted[slot] = 1
+        state_out.speed[slot] = 0.0
+        state_out.accel_long[slot] = 0.0
+        state_out.accel_lat[slot] = 0.0
+
+
+@wp.kernel
+def world_kernel(model: ModelData, state_in: StateData, state_out: StateData):
+    """Advance each world's clock; reset worlds past episode_length or with too many halted."""
+    w = wp.tid()
+    state_out.world_seed[w] = state_in.world_seed[w]
+    state_out.world_agent_count[w] = state_in.world_agent_count[w]
+    episode = state_in.world_episode[w]
+    step = state_in.world_step[w] + 1
+    m = model.world_map[w]
+    j0 = model.world_junction_start[w]
+    for j in range(model.map_junction_start[m + 1] - model.map_junction_start[m]):
+        state_out.junction_green[j0 + j] = state_in.junction_green[j0 + j]
+        state_out.junction_yellow[j0 + j] = state_in.junction_yellow[j0 + j]
+        state_out.junction_red[j0 + j] = state_in.junction_red[j0 + j]
+        state_out.junction_offset[j0 + j] = state_in.junction_offset[j0 + j]
+        state_out.junction_mode[j0 + j] = state_in.junction_mode[j0 + j]
+    l0 = model.world_light_start[w]
+    for k in range(model.map_light_start[m + 1] - model.map_light_start[m]):
+        state_out.light_off[l0 + k] = state_in.light_off[l0 + k]
+
+    start = model.world_slot_start[w]
+    count = model.world_slot_count[w]
+    n_valid = int(0)
+    n_halted = int(0)
+    for slot in range(start, start + count):
+        if state_out.valid[slot] != 0:
+            n_valid += 1
+            if state_out.halted[slot] != 0:
+                n_halted += 1
+    reset = step >= model.episode_length
+    if n_valid > 0 and float(n_halted) >= model.early_reset_halted_fraction * float(n_valid):
+        reset = True
+    state_out.world_reset[w] = 0
+    if reset:
+        for slot in range(start, start + count):
+            if state_in.valid[slot] != 0 and state_in.halted[slot] == 0 and state_out.terminated[slot] == 0:
+                state_out.truncated[slot] = 1
+        episode = episode + 1
+        step = 0
+        state_out.world_reset[w] = 1
+    state_out.world_episode[w] = episode
+    state_out.world_step[w] = step
+    if reset:
+        respawn_world(model, state_out, w)
+
+
+@wp.kernel
+def reset_kernel(model: ModelData, seed: int, state: StateData):
+    """`reset`: key every world's RNG from ``seed``, clear its outputs, respawn it."""
+    w = wp.tid()
+    state.world_seed[w] = rng_key(seed, _P_SEED, w, 0)
+    state.world_episode[w] = 0
+    state.world_step[w] = 0
+    state.world_reset[w] = 1
+    start = model.world_slot_start[w]
+    for slot in range(start, start + model.world_slot_count[w]):
+        state.reward[slot] = 0.0
+        for k in range(_NUM_TERMS):
+            state.reward_terms[slot, k] = 0.0
+        for k in range(_NUM_EVENTS):
+            state.events[slot, k] = 0
+        state.terminated[slot] = 0
+        state.truncated[slot] = 0
+    respawn_world(model, state, w)
+
+
+@wp.kernel
+def lights_kernel(model: ModelData, state: StateData):
+    """LIGHT_* of every world light from its junction's schedule and the world clock."""
+    tid = wp.tid()
+    w = model.world_light_world[tid]
+    ml = model.world_light_map_light[tid]
+    j = model.light_junction[ml]
+    wj = model.world_junction_start[w] + j - model.map_junction_start[model.world_map[w]]
+    t = float(state.world_step[w]) * model.dt + state.junction_offset[wj]
+    state.light_state[tid] = light_phase(
+        t,
+        model.light_group[ml],
+        model.junction_group_count[j],
+        state.junction_green[wj],
+        state.junction_yellow[wj],
+        state.junction_red[wj],
+        state.junction_mode[wj],
+        state.light_off[tid],
+    )
+
+
+@wp.func
+def normalise_coefficient(model: ModelData, c: int, value: float):
+    """Table 2 value -> [-1, 1]: linear over [low, high]; U_mix piecewise linear with 1 -> 0;
+    fixed -> 0."""
+    lo = model.cond_low[c]
+    hi = model.cond_high[c]
+    kind = model.cond_kind[c]
+    out = float(0.0)
+    if kind == _DIST_UMIX:
+        if value >= 1.0:
+            if hi > 1.0:
+                out = (value - 1.0) / (hi - 1.0)
+        elif lo < 1.0:
+            out = (value - 1.0) / (1.0 - lo)
+    elif kind != _DIST_FIXED and hi > lo:
+        out = 2.0 * (value - lo) / (hi - lo) - 1.0
+    return out
+
+
+@wp.kernel
+def observe_kernel(model: ModelData, state: StateData):
+    """Write ``active``, the render snapshot ``agent_box`` and the observation features."""
+    slot = wp.tid()
+    valid = state.valid[slot] != 0
+    active = int(0)
+    if valid and state.halted[slot] == 0:
+        active = 1
+    state.active[slot] = active
+    pos = state.pos[slot]
+    heading = state.heading[slot]
+    for k in range(8):
+        state.agent_box[slot, k] = 0.0
+    for k in range(7):
+        state.obs_ego[slot, k] = 0.0
+    for k in range(2):
+        state.obs_ego_aux[slot, k] = 0.0
+    for k in range(6):
+        state.obs_goals[slot, k] = 0.0
+    for k in range(_COND_WIDTH):
+        state.obs_conditioning[slot, k] = 0.0
+    if not valid:
+        state.agent_box[slot, 7] = _BOX_INVALID
+        return
+    state.agent_box[slot, 0] = pos[0]
+    state.agent_box[slot, 1] = pos[1]
+    state.agent_box[slot, 2] = pos[2]
+    state.agent_box[slot, 3] = heading
+    state.agent_box[slot, 4] = state.length[slot]
+    state.agent_box[slot, 5] = state.width[slot]
+    state.agent_box[slot, 6] = state.height[slot]
+    state.agent_box[slot, 7] = float(state.kind[slot])
+
+    lane = state.lane[slot]
+    state.obs_ego[slot, 0] = state.speed[slot] / 40.0
+    state.obs_ego[slot, 1] = state.length[slot] / 10.0
+    state.obs_ego[slot, 2] = state.width[slot] / 5.0
+    state.obs_ego[slot, 3] = state.steering[slot] / 0.55
+    state.obs_ego[slot, 4] = state.accel_long[slot] / 5.0
+    state.obs_ego[slot, 5] = state.accel_lat[slot] / 4.0
+    state.obs_ego[slot, 6] = lane_speed_limit(model, lane) / 40.0
+    if lane >= 0:
+        state.obs_ego_aux[slot, 0] = wp.clamp(state.lane_offset[slot] / 4.0, -1.0, 1.0)
+        state.obs_ego_aux[slot, 1] = wp.cos(state.lane_heading_error[slot])
+
+    c = wp.cos(heading)
+    s = wp.sin(heading)
+    for k in range(3):
+        g = state.goal[slot, wp.min(state.goal_index[slot] + k, 2)]
+        dx = g[0] - pos[0]
+        dy = g[1] - pos[1]
+        state.obs_goals[slot, 2 * k] = (c * dx + s * dy) / 600.0
+        state.obs_goals[slot, 2 * k + 1] = (-s * dx + c * dy) / 600.0
+
+    for k in range(_NUM_COEF):
+        state.obs_conditioning[slot, k] = normalise_coefficient(model, k, state.conditioning[slot, k])
+    for k in range(_NUM_COEF, _COND_WIDTH):
+        state.obs_conditioning[slot, k] = state.conditioning[slot, k]
+
+
+# ---- probes: single-purpose kernels that expose the geometry to tests and tools -------------
+
+
+@wp.kernel
+def oriented_boxes_overlap_kernel(
+    boxes_a: wp.array2d(dtype=float), boxes_b: wp.array2d(dtype=float), overlap_out: wp.array(dtype=wp.int32)
+):
+    """Row i of each (N, 5) array is (x, y, heading, length, width); 1 where the pair overlaps."""
+    tid = wp.tid()
+    hit = boxes_overlap(
+        wp.vec2(boxes_a[tid, 0], boxes_a[tid, 1]),
+        boxes_a[tid, 2],
+        boxes_a[tid, 3],
+        boxes_a[tid, 4],
+        wp.vec2(boxes_b[tid, 0], boxes_b[tid, 1]),
+        boxes_b[tid, 2],
+        boxes_b[tid, 3],
+        boxes_b[tid, 4],
+    )
+    overlap_out[tid] = wp.where(hit, 1, 0)
+
+
+@wp.kernel
+def offroad_probe_kernel(
+    model: ModelData, map_index: int, poses: wp.array2d(dtype=float), hit_out: wp.array(dtype=wp.int32)
+):
+    """Row i of poses (N, 10): x0, y0, z0, heading0, x1, y1, z1, heading1, length, width.
+    1 where the box swept between the two poses crosses a road edge of map ``map_index``."""
+    tid = wp.tid()
+    hit_out[tid] = crosses_road_edge(
+        model,
+        map_index,
+        wp.vec3(poses[tid, 0], poses[tid, 1], poses[tid, 2]),
+        poses[tid, 3],
+        wp.vec3(poses[tid, 4], poses[tid, 5], poses[tid, 6]),
+        poses[tid, 7],
+        poses[tid, 8],
+        poses[tid, 9],
+    )

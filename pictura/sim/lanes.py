@@ -1,0 +1,215 @@
+"""Lane queries through the per-map grid: association, stations, points along lanes, goal walks."""
+
+# ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
+
+from __future__ import annotations
+
+import warp as wp
+
+from pictura.sim.geometry import Z_TOLERANCE_M, point_segment_distance, wrap_angle, xy
+from pictura.sim.model import ModelData
+
+ASSOCIATION_WIDTHS = 3.0
+"""A lane is a candidate when the agent is within this many lane widths of its centreline."""
+ASSOCIATION_REACH_M = 16.0
+"""Grid search radius of lane association (>= 3 x the widest lane in practice)."""
+SWITCH_HYSTERESIS = 0.05
+"""Score bonus of the current lane, so an agent does not flicker between two close lanes."""
+DEFAULT_SPEED_LIMIT = 15.0
+"""m/s, used where the lane gives no limit (or off any lane)."""
+GOAL_WALK_TRIES = 8
+"""Random walks tried per goal set before the last one is kept despite a sharp turn."""
+MAX_WALK_LANES = 4096
+"""Safety bound on lane chunks crossed by one waypoint step of the walk."""
+
+
+@wp.func
+def grid_cell_range(model: ModelData, m: int, lo: wp.vec2, hi: wp.vec2):
+    """Clamped cell index range (ix0, iy0, ix1, iy1) of map ``m`` covering the box [lo, hi]."""
+    origin = model.map_grid_origin[m]
+    cell = model.map_grid_cell[m]
+    nx = model.map_grid_nx[m]
+    ny = model.map_grid_ny[m]
+    ix0 = wp.clamp(int(wp.floor((lo[0] - origin[0]) / cell)), 0, nx - 1)
+    iy0 = wp.clamp(int(wp.floor((lo[1] - origin[1]) / cell)), 0, ny - 1)
+    ix1 = wp.clamp(int(wp.floor((hi[0] - origin[0]) / cell)), 0, nx - 1)
+    iy1 = wp.clamp(int(wp.floor((hi[1] - origin[1]) / cell)), 0, ny - 1)
+    return ix0, iy0, ix1, iy1
+
+
+@wp.func
+def lane_speed_limit(model: ModelData, lane: int):
+    limit = float(DEFAULT_SPEED_LIMIT)
+    if lane >= 0:
+        if model.lane_speed_limit[lane] > 0.0:
+            limit = model.lane_speed_limit[lane]
+    return limit
+
+
+@wp.func
+def associate_lane(model: ModelData, m: int, pos: wp.vec3, heading: float, current: int):
+    """Best lane near ``pos``: returns (lane or -1, signed lateral offset m, heading error rad).
+
+    Score 0.7 dist/4 + 0.3 |dheading|/pi over lane segments within 3 lane widths and |dz| < 4 m;
+    the current lane scores `SWITCH_HYSTERESIS` better. Offset is left-negative.
+    """
+    p = xy(pos)
+    reach = wp.vec2(ASSOCIATION_REACH_M, ASSOCIATION_REACH_M)
+    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, p - reach, p + reach)
+    nx = model.map_grid_nx[m]
+    base = model.map_cell_start[m]
+    best = int(-1)
+    best_score = float(1.0e30)
+    best_offset = float(0.0)
+    best_err = float(0.0)
+    for iy in range(iy0, iy1 + 1):
+        for ix in range(ix0, ix1 + 1):
+            cell = base + iy * nx + ix
+            for k in range(model.lane_cell_offsets[cell], model.lane_cell_offsets[cell + 1]):
+                seg = model.lane_cell_items[k]
+                a3 = model.lane_seg_a[seg]
+                b3 = model.lane_seg_b[seg]
+                lane = model.lane_seg_lane[seg]
+                a = xy(a3)
+                b = xy(b3)
+                ab = b - a
+                seg_len2 = wp.dot(ab, ab)
+                if seg_len2 > 0.0:
+                    t = wp.clamp(wp.dot(p - a, ab) / seg_len2, 0.0, 1.0)
+                    z = a3[2] + (b3[2] - a3[2]) * t
+                    dist = wp.length(p - (a + ab * t))
+                    if (
+                        dist < ASSOCIATION_WIDTHS * model.lane_width[lane]
+                        and wp.abs(pos[2] - z) < Z_TOLERANCE_M
+                    ):
+                        err = wrap_angle(heading - wp.atan2(ab[1], ab[0]))
+                        score = 0.7 * dist / 4.0 + 0.3 * wp.abs(err) / wp.pi
+                        if lane == current:
+                            score = score - SWITCH_HYSTERESIS
+                        if score < best_score:
+                            best_score = score
+                            best = lane
+                            u = ab / wp.sqrt(seg_len2)
+                            # left of the direction of travel is negative
+                            best_offset = -(u[0] * (p[1] - a[1]) - u[1] * (p[0] - a[0]))
+                            best_err = err
+    return best, best_offset, best_err
+
+
+@wp.func
+def lane_station(model: ModelData, lane: int, pos: wp.vec3):
+    """Distance along ``lane`` (m from its start) of the point closest to ``pos``."""
+    p = xy(pos)
+    best = float(1.0e30)
+    station = float(0.0)
+    along = float(0.0)
+    for seg in range(model.lane_seg_start[lane], model.lane_seg_start[lane + 1]):
+        a = xy(model.lane_seg_a[seg])
+        b = xy(model.lane_seg_b[seg])
+        seg_len = wp.length(b - a)
+        d = point_segment_distance(p, a, b)
+        if d < best:
+            best = d
+            t = float(0.0)
+            if seg_len > 0.0:
+                t = wp.clamp(wp.dot(p - a, b - a) / (seg_len * seg_len), 0.0, 1.0)
+            station = along + t * seg_len
+        along = along + seg_len
+    return station
+
+
+@wp.func
+def lane_point(model: ModelData, lane: int, station: float):
+    """Point (vec3) at distance ``station`` along ``lane`` (clamped to its ends)."""
+    along = float(0.0)
+    out = model.lane_seg_b[model.lane_seg_start[lane + 1] - 1]
+    done = bool(False)
+    for seg in range(model.lane_seg_start[lane], model.lane_seg_start[lane + 1]):
+        a = model.lane_seg_a[seg]
+        b = model.lane_seg_b[seg]
+        seg_len = wp.length(xy(b) - xy(a))
+        if not done and station <= along + seg_len:
+            t = float(0.0)
+            if seg_len > 0.0:
+                t = wp.max(station - along, 0.0) / seg_len
+            out = a + (b - a) * t
+            done = True
+        along = along + seg_len
+    return out
+
+
+@wp.func
+def walk_lanes(model: ModelData, lane: int, station: float, distance: float, rng: wp.uint32):
+    """Follow the lane graph ``distance`` m from (lane, station), picking successors at random.
+
+    Stops at the end of a lane with no successor. Returns (lane, station, rng).
+    """
+    l = lane
+    s = station
+    remaining = distance
+    state = rng
+    for _ in range(MAX_WALK_LANES):
+        left = model.lane_length[l] - s
+        if remaining <= left:
+            s = s + remaining
+            remaining = 0.0
+            break
+        n = model.lane_succ_offsets[l + 1] - model.lane_succ_offsets[l]
+        if n == 0:
+            s = model.lane_length[l]
+            remaining = 0.0
+            break
+        remaining = remaining - left
+        l = model.lane_succ[model.lane_succ_offsets[l] + wp.randi(state, 0, n)]
+        s = 0.0
+    return l, s, state
+
+
+@wp.func
+def turn_ok(model: ModelData, direction: wp.vec2, previous: wp.vec2):
+    n = wp.length(direction) * wp.length(previous)
+    ok = True
+    if n > 0.0:
+        ok = wp.dot(direction, previous) / n >= model.max_goal_turn_cos
+    return ok
+
+
+@wp.func
+def sample_goal_set(
+    model: ModelData, lane: int, station: float, pos: wp.vec3, heading: float, rng: wp.uint32
+):
+    """Three waypoints by a random walk on the lane graph from (lane, station).
+
+    Spacing ~ U(goal_spacing_m); a walk whose chord directions (starting from the agent's
+    heading) turn more than max_goal_turn_deg is redrawn, up to `GOAL_WALK_TRIES` times; the last
+    draw is kept if none passes. Returns (g0, g1, g2, rng).
+    """
+    state = rng
+    g0 = pos
+    g1 = pos
+    g2 = pos
+    for _attempt in range(GOAL_WALK_TRIES):
+        l = lane
+        s = station
+        prev_pt = pos
+        prev_dir = wp.vec2(wp.cos(heading), wp.sin(heading))
+        ok = bool(True)
+        for g in range(3):
+            step = wp.randf(state, model.goal_spacing_lo, model.goal_spacing_hi)
+            l, s, state = walk_lanes(model, l, s, step, state)
+            pt = lane_point(model, l, s)
+            direction = xy(pt) - xy(prev_pt)
+            if not turn_ok(model, direction, prev_dir):
+                ok = False
+            if wp.length(direction) > 0.0:
+                prev_dir = direction
+            prev_pt = pt
+            if g == 0:
+                g0 = pt
+            elif g == 1:
+                g1 = pt
+            else:
+                g2 = pt
+        if ok:
+            break
+    return g0, g1, g2, state

@@ -1,0 +1,413 @@
+"""`Model`: the static scene of all worlds, packed into Warp arrays on one device.
+
+Maps are packed back to back (a world plays on one map; many worlds may share a map). Ids in
+the packed arrays are global: lane ``l`` of map ``m`` is ``map_lane_start[m] + l``. Shapes use
+M maps, L lanes, N lane segments, E road-edge segments, K stop lines, T map lights,
+J junctions, C grid cells (all maps), W worlds, S slots, Tw world lights.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import warp as wp
+
+from pictura.maps.roadmap import RoadMap
+from pictura.sim.config import SimConfig
+from pictura.sim.grid import bin_segments, grid_for_bounds
+from pictura.sim.snapshot import WorldLayout
+
+if TYPE_CHECKING:
+    from pictura.sim.state import Control, State
+
+
+@wp.struct
+class ModelData:
+    """The kernel view of `Model` (same names; see `Model` for shapes and units)."""
+
+    # lanes
+    lane_seg_a: wp.array(dtype=wp.vec3)
+    lane_seg_b: wp.array(dtype=wp.vec3)
+    lane_seg_lane: wp.array(dtype=wp.int32)
+    lane_seg_start: wp.array(dtype=wp.int32)
+    lane_length: wp.array(dtype=float)
+    lane_width: wp.array(dtype=float)
+    lane_speed_limit: wp.array(dtype=float)
+    lane_junction: wp.array(dtype=wp.int32)
+    lane_stop_line: wp.array(dtype=wp.int32)
+    lane_succ_offsets: wp.array(dtype=wp.int32)
+    lane_succ: wp.array(dtype=wp.int32)
+    map_lane_start: wp.array(dtype=wp.int32)
+    map_lane_seg_start: wp.array(dtype=wp.int32)
+    # road edges
+    edge_a: wp.array(dtype=wp.vec3)
+    edge_b: wp.array(dtype=wp.vec3)
+    map_edge_start: wp.array(dtype=wp.int32)
+    # stop lines, lights, junctions
+    stop_line_a: wp.array(dtype=wp.vec3)
+    stop_line_b: wp.array(dtype=wp.vec3)
+    stop_line_lane: wp.array(dtype=wp.int32)
+    stop_line_light: wp.array(dtype=wp.int32)
+    light_junction: wp.array(dtype=wp.int32)
+    light_group: wp.array(dtype=wp.int32)
+    map_light_start: wp.array(dtype=wp.int32)
+    junction_group_count: wp.array(dtype=wp.int32)
+    map_junction_start: wp.array(dtype=wp.int32)
+    # spatial grids
+    map_grid_origin: wp.array(dtype=wp.vec2)
+    map_grid_cell: wp.array(dtype=float)
+    map_grid_nx: wp.array(dtype=wp.int32)
+    map_grid_ny: wp.array(dtype=wp.int32)
+    map_cell_start: wp.array(dtype=wp.int32)
+    lane_cell_offsets: wp.array(dtype=wp.int32)
+    lane_cell_items: wp.array(dtype=wp.int32)
+    edge_cell_offsets: wp.array(dtype=wp.int32)
+    edge_cell_items: wp.array(dtype=wp.int32)
+    # world layout
+    world_map: wp.array(dtype=wp.int32)
+    world_slot_start: wp.array(dtype=wp.int32)
+    world_slot_count: wp.array(dtype=wp.int32)
+    world_light_start: wp.array(dtype=wp.int32)
+    world_junction_start: wp.array(dtype=wp.int32)
+    slot_world: wp.array(dtype=wp.int32)
+    world_light_world: wp.array(dtype=wp.int32)
+    world_light_map_light: wp.array(dtype=wp.int32)
+    # conditioning table (Table 2)
+    cond_low: wp.array(dtype=float)
+    cond_high: wp.array(dtype=float)
+    cond_kind: wp.array(dtype=wp.int32)
+    # rules (SimConfig)
+    dt: float
+    episode_length: int
+    early_reset_halted_fraction: float
+    agents_lo: int
+    agents_hi: int
+    v_max: float
+    v_min: float
+    goal_spacing_lo: float
+    goal_spacing_hi: float
+    max_goal_turn_cos: float
+    spawn_attempts: int
+    spawn_forecast_s: float
+    length_lo: float
+    length_hi: float
+    width_lo: float
+    width_hi: float
+    height: float
+    eval_mode: int
+    eval_goal_radius: float
+    green_lo: float
+    green_hi: float
+    yellow_lo: float
+    yellow_hi: float
+    red_lo: float
+    red_hi: float
+    all_off_p: float
+    off_p: float
+    always_green_p: float
+
+
+class Model:
+    """Static data of every world (built once by `build_model`; never written by `step`).
+
+    Lanes (global ids over all maps):
+      lane_seg_a, lane_seg_b   (N,) vec3, m      centreline segment endpoints, direction of travel
+      lane_seg_lane            (N,) int32        owning lane id
+      lane_seg_start           (L + 1,) int32    CSR: segments of lane l are [start[l], start[l+1])
+      lane_length              (L,) float, m
+      lane_width               (L,) float, m
+      lane_speed_limit         (L,) float, m/s   0 = none given (rules use 15 m/s)
+      lane_junction            (L,) int32        global junction id or -1
+      lane_stop_line           (L,) int32        global stop line ending this lane or -1
+      lane_succ_offsets        (L + 1,) int32    CSR into lane_succ
+      lane_succ                (Es,) int32       successor lane ids (global)
+      map_lane_start           (M + 1,) int32    lanes of map m: [start[m], start[m+1])
+      map_lane_seg_start       (M + 1,) int32    lane segments of map m
+    Road edges:   edge_a, edge_b (E,) vec3 m; map_edge_start (M + 1,)
+    Stop lines:   stop_line_a/b (K,) vec3 m; stop_line_lane (K,) global lane;
+                  stop_line_light (K,) map-local light index or -1
+    Lights:       light_junction (T,) global junction; light_group (T,) phase group;
+                  map_light_start (M + 1,); junction_group_count (J,); map_junction_start (M + 1,)
+    Grids (one per map): map_grid_origin (M,) vec2 m; map_grid_cell (M,) m;
+                  map_grid_nx/ny (M,); map_cell_start (M + 1,) first cell of map m;
+                  lane_cell_offsets (C + 1,), lane_cell_items: global lane segment ids per cell;
+                  edge_cell_offsets (C + 1,), edge_cell_items: global road-edge segment ids per cell
+    Layout (`WorldLayout`): world_map, world_slot_start, world_slot_count, world_light_start (W,);
+                  world_junction_start (W,) first world-junction of world w; slot_world (S,);
+                  world_light_world (Tw,) world of each world light; world_light_map_light (Tw,)
+                  its global map light id
+    Conditioning: cond_low, cond_high (17,) float; cond_kind (17,) DIST_* (Table 2)
+    """
+
+    def __init__(self, device: str, config: SimConfig, layout: WorldLayout, map_names: list[str]):
+        self.device = device
+        self.config = config
+        self.layout = layout
+        self.map_names = map_names
+        self.data = ModelData()
+
+    @property
+    def num_slots(self) -> int:
+        return self.layout.num_slots
+
+    @property
+    def num_worlds(self) -> int:
+        return self.layout.num_worlds
+
+    @property
+    def light_count(self) -> int:
+        return self.layout.light_count
+
+    @property
+    def junction_count(self) -> int:
+        """World junctions over all worlds (length of the per-junction light schedule arrays)."""
+        return self.world_junction_total
+
+    def state(self) -> State:
+        """A zeroed `State` for this model (call `pictura.sim.reset` before stepping it)."""
+        from pictura.sim.state import State
+
+        return State(self)
+
+    def control(self) -> Control:
+        """A `Control` with one action per slot."""
+        from pictura.sim.state import Control
+
+        return Control(self)
+
+
+def _arr(values, dtype, device):
+    return wp.array(np.ascontiguousarray(values), dtype=dtype, device=device)
+
+
+def _starts(counts: list[int]) -> np.ndarray:
+    out = np.zeros(len(counts) + 1, np.int32)
+    out[1:] = np.cumsum(counts)
+    return out
+
+
+def build_model(
+    road_maps: list[RoadMap], layout: WorldLayout, config: SimConfig, device: str = "cpu"
+) -> Model:
+    """Pack ``road_maps`` and ``layout`` into a `Model` on ``device``.
+
+    Raises ``ValueError`` naming the field when the maps, layout and config do not fit
+    (e.g. a world with more agents than slots, a map with no lanes, light counts that differ).
+    """
+    config.validate()
+    if not road_maps:
+        raise ValueError("road_maps must hold at least one RoadMap")
+    for rm in road_maps:
+        rm.validate()
+        if rm.lane_count == 0 or len(rm.lane_segments()[1]) == 0:
+            raise ValueError(f"RoadMap {rm.name!r}: lane_points hold no lane segment to spawn on")
+    M = len(road_maps)
+    if layout.world_map.min() < 0 or layout.world_map.max() >= M:
+        raise ValueError(f"layout.world_map holds a map index outside 0..{M - 1}")
+    min_slots = int(layout.world_slot_count.min())
+    if config.agents_per_world[1] > min_slots:
+        raise ValueError(
+            f"SimConfig.agents_per_world high {config.agents_per_world[1]} exceeds the {min_slots} slots of a world"
+        )
+    if len(layout.slot_world) != int(layout.world_slot_count.sum()):
+        raise ValueError("layout.slot_world does not match layout.world_slot_count")
+    lights_per_world = np.array([len(road_maps[m].light_position) for m in layout.world_map], np.int32)
+    light_start = np.zeros(len(lights_per_world), np.int32)
+    light_start[1:] = np.cumsum(lights_per_world)[:-1]
+    if int(lights_per_world.sum()) != layout.light_count or not np.array_equal(
+        light_start, layout.world_light_start
+    ):
+        raise ValueError(
+            "layout.world_light_start / light_count do not match the maps' light_position counts"
+        )
+
+    model = Model(device, config, layout, [rm.name for rm in road_maps])
+    a: dict[str, np.ndarray] = {}
+
+    lane_counts = [rm.lane_count for rm in road_maps]
+    map_lane_start = _starts(lane_counts)
+    seg_a, seg_b, seg_lane, seg_counts, edge_a, edge_b, edge_counts = [], [], [], [], [], [], []
+    lane_seg_counts, lane_length, succ_off, succ = [], [], [0], []
+    stop_a, stop_b, stop_lane, stop_light, lane_stop = [], [], [], [], []
+    light_junction, light_group, light_counts, junction_counts, junction_groups = [], [], [], [], []
+    grid_origin, grid_cell, grid_nx, grid_ny, cell_counts = [], [], [], [], []
+    lane_cell_off, lane_cell_items, edge_cell_off, edge_cell_items = (
+        [np.zeros(1, np.int32)],
+        [],
+        [np.zeros(1, np.int32)],
+        [],
+    )
+    seg_total = edge_total = stop_total = junction_total = 0
+    for m, rm in enumerate(road_maps):
+        l0 = int(map_lane_start[m])
+        seg, owner = rm.lane_segments()
+        seg_a.append(seg[:, 0])
+        seg_b.append(seg[:, 1])
+        seg_lane.append(owner + l0)
+        seg_counts.append(len(seg))
+        lane_seg_counts.append(np.bincount(owner, minlength=rm.lane_count))
+        seg_len = np.linalg.norm(seg[:, 1] - seg[:, 0], axis=1)
+        lane_length.append(np.bincount(owner, weights=seg_len, minlength=rm.lane_count))
+        counts = np.diff(rm.lane_successor_offsets)
+        succ_off.extend((succ_off[-1] + np.cumsum(counts)).tolist())
+        succ.append(rm.lane_successors.astype(np.int32) + l0)
+        eseg = rm.road_edge_segments()
+        edge_a.append(eseg[:, 0])
+        edge_b.append(eseg[:, 1])
+        edge_counts.append(len(eseg))
+        stops = np.full(rm.lane_count, -1, np.int32)
+        stops[rm.stop_line_lane] = np.arange(len(rm.stop_line_lane), dtype=np.int32) + stop_total
+        lane_stop.append(stops)
+        stop_a.append(rm.stop_line_points[:, 0])
+        stop_b.append(rm.stop_line_points[:, 1])
+        stop_lane.append(rm.stop_line_lane.astype(np.int32) + l0)
+        stop_light.append(rm.stop_line_light.astype(np.int32))
+        stop_total += len(rm.stop_line_lane)
+        nj = len(rm.junction_center)
+        if len(rm.light_junction) and (rm.light_junction.min() < 0 or rm.light_junction.max() >= nj):
+            raise ValueError(f"RoadMap {rm.name!r}: light_junction holds an id outside 0..{nj - 1}")
+        if len(rm.light_group) != len(rm.light_junction) or (
+            len(rm.light_group) and rm.light_group.min() < 0
+        ):
+            raise ValueError(f"RoadMap {rm.name!r}: light_group must hold one id >= 0 per light")
+        light_junction.append(rm.light_junction.astype(np.int32) + junction_total)
+        light_group.append(rm.light_group.astype(np.int32))
+        light_counts.append(len(rm.light_junction))
+        groups = np.zeros(nj, np.int32)
+        if len(rm.light_junction):
+            np.maximum.at(groups, rm.light_junction, rm.light_group + 1)
+        junction_groups.append(groups)
+        junction_counts.append(nj)
+        junction_total += nj
+        lj = rm.lane_junction.astype(np.int32)
+        a.setdefault("lane_junction_list", []).append(np.where(lj >= 0, lj + junction_total - nj, -1))
+        lo, hi = rm.bounds()
+        grid = grid_for_bounds(lo, hi)
+        grid_origin.append(grid.origin)
+        grid_cell.append(grid.cell)
+        grid_nx.append(grid.nx)
+        grid_ny.append(grid.ny)
+        cell_counts.append(grid.nx * grid.ny)
+        off, items = bin_segments(grid, seg)
+        lane_cell_off.append(off[1:] + lane_cell_off[-1][-1])
+        lane_cell_items.append(items + seg_total)
+        off, items = bin_segments(grid, eseg)
+        edge_cell_off.append(off[1:] + edge_cell_off[-1][-1])
+        edge_cell_items.append(items + edge_total)
+        seg_total += len(seg)
+        edge_total += len(eseg)
+
+    def cat(parts, shape_tail=(), dtype=np.float32):
+        parts = [np.asarray(p).reshape((-1, *shape_tail)) for p in parts]
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros((0, *shape_tail), dtype)
+
+    f, i = np.float32, np.int32
+    a["lane_seg_a"] = cat(seg_a, (3,))
+    a["lane_seg_b"] = cat(seg_b, (3,))
+    a["lane_seg_lane"] = cat(seg_lane, dtype=i)
+    a["lane_seg_start"] = _starts(cat(lane_seg_counts, dtype=i).tolist())
+    a["lane_length"] = cat(lane_length)
+    a["lane_width"] = cat([rm.lane_width for rm in road_maps])
+    a["lane_speed_limit"] = cat([rm.lane_speed_limit for rm in road_maps])
+    a["lane_junction"] = cat(a.pop("lane_junction_list"), dtype=i)
+    a["lane_stop_line"] = cat(lane_stop, dtype=i)
+    a["lane_succ_offsets"] = np.asarray(succ_off, i)
+    a["lane_succ"] = cat(succ, dtype=i)
+    a["map_lane_start"] = map_lane_start
+    a["map_lane_seg_start"] = _starts(seg_counts)
+    a["edge_a"] = cat(edge_a, (3,))
+    a["edge_b"] = cat(edge_b, (3,))
+    a["map_edge_start"] = _starts(edge_counts)
+    a["stop_line_a"] = cat(stop_a, (3,))
+    a["stop_line_b"] = cat(stop_b, (3,))
+    a["stop_line_lane"] = cat(stop_lane, dtype=i)
+    a["stop_line_light"] = cat(stop_light, dtype=i)
+    a["light_junction"] = cat(light_junction, dtype=i)
+    a["light_group"] = cat(light_group, dtype=i)
+    a["map_light_start"] = _starts(light_counts)
+    a["junction_group_count"] = cat(junction_groups, dtype=i)
+    a["map_junction_start"] = _starts(junction_counts)
+    a["map_grid_origin"] = np.stack(grid_origin).astype(f)
+    a["map_grid_cell"] = np.asarray(grid_cell, f)
+    a["map_grid_nx"] = np.asarray(grid_nx, i)
+    a["map_grid_ny"] = np.asarray(grid_ny, i)
+    a["map_cell_start"] = _starts(cell_counts)
+    a["lane_cell_offsets"] = cat(lane_cell_off, dtype=i)
+    a["lane_cell_items"] = cat(lane_cell_items, dtype=i)
+    a["edge_cell_offsets"] = cat(edge_cell_off, dtype=i)
+    a["edge_cell_items"] = cat(edge_cell_items, dtype=i)
+
+    wm = layout.world_map.astype(i)
+    a["world_map"] = wm
+    a["world_slot_start"] = layout.world_slot_start.astype(i)
+    a["world_slot_count"] = layout.world_slot_count.astype(i)
+    a["world_light_start"] = layout.world_light_start.astype(i)
+    world_junctions = np.asarray(junction_counts, i)[wm]
+    a["world_junction_start"] = _starts(world_junctions.tolist())[:-1]
+    model.world_junction_total = int(world_junctions.sum())
+    a["slot_world"] = layout.slot_world.astype(i)
+    a["world_light_world"] = np.repeat(np.arange(len(wm), dtype=i), lights_per_world)
+    a["world_light_map_light"] = (
+        np.concatenate(
+            [
+                np.arange(n, dtype=i) + a["map_light_start"][m]
+                for n, m in zip(lights_per_world, wm, strict=True)
+            ]
+        )
+        if layout.light_count
+        else np.zeros(0, i)
+    )
+    table = config.conditioning
+    a["cond_low"] = np.asarray([c.low for c in table], f)
+    a["cond_high"] = np.asarray([c.high for c in table], f)
+    a["cond_kind"] = np.asarray([c.kind_id for c in table], i)
+
+    dtypes = {k: v for k, v in ModelData.vars.items()}
+    for name, values in a.items():
+        var = dtypes[name]
+        dtype = var.type.dtype
+        arr = _arr(values, dtype, device)
+        setattr(model, name, arr)
+        setattr(model.data, name, arr)
+
+    c = config
+    length = c.eval_vehicle_length if c.eval else c.vehicle_length
+    width = c.eval_vehicle_width if c.eval else c.vehicle_width
+    scalars = dict(
+        dt=float(c.dt),
+        episode_length=int(c.episode_length),
+        early_reset_halted_fraction=float(c.early_reset_halted_fraction),
+        agents_lo=int(c.agents_per_world[0]),
+        agents_hi=int(c.agents_per_world[1]),
+        v_max=float(c.v_max),
+        v_min=float(c.v_min),
+        goal_spacing_lo=float(c.goal_spacing_m[0]),
+        goal_spacing_hi=float(c.goal_spacing_m[1]),
+        max_goal_turn_cos=math.cos(math.radians(c.max_goal_turn_deg)),
+        spawn_attempts=int(c.spawn_attempts),
+        spawn_forecast_s=float(c.spawn_forecast_s),
+        length_lo=float(length[0]),
+        length_hi=float(length[1]),
+        width_lo=float(width[0]),
+        width_hi=float(width[1]),
+        height=float(c.vehicle_height),
+        eval_mode=int(c.eval),
+        eval_goal_radius=float(c.eval_goal_radius),
+        green_lo=float(c.eval_light_s[0] if c.eval else c.light_green_s[0]),
+        green_hi=float(c.eval_light_s[0] if c.eval else c.light_green_s[1]),
+        yellow_lo=float(c.eval_light_s[1] if c.eval else c.light_yellow_s[0]),
+        yellow_hi=float(c.eval_light_s[1] if c.eval else c.light_yellow_s[1]),
+        red_lo=float(c.eval_light_s[2] if c.eval else c.light_red_s[0]),
+        red_hi=float(c.eval_light_s[2] if c.eval else c.light_red_s[1]),
+        all_off_p=0.0 if c.eval else float(c.light_all_off_p),
+        off_p=0.0 if c.eval else float(c.light_off_p),
+        always_green_p=0.0 if c.eval else float(c.light_always_green_p),
+    )
+    for name, value in scalars.items():
+        setattr(model.data, name, value)
+    missing = set(ModelData.vars) - set(a) - set(scalars)
+    if missing:
+        raise RuntimeError(f"build_model left ModelData fields unset: {sorted(missing)}")
+    return model

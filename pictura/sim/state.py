@@ -1,0 +1,191 @@
+"""`State` (what changes every step) and `Control` (the actions), as Warp arrays.
+
+Both are plain Python objects whose array attributes are mirrored in a `wp.struct` (``.data``)
+that the kernels take, so a kernel signature reads ``(model, state_in, control, state_out)``.
+Assigning a new array to an attribute keeps the mirror in sync.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import warp as wp
+
+from pictura.sim.features import (
+    CONDITIONING_WIDTH,
+    EGO_AUX_WIDTH,
+    EGO_WIDTH,
+    GOAL_FEATURES,
+    NUM_ACTIONS,
+    NUM_EVENTS,
+    NUM_GOALS,
+    NUM_REWARD_TERMS,
+)
+from pictura.sim.snapshot import BOX_WIDTH
+
+if TYPE_CHECKING:
+    from pictura.sim.model import Model
+
+
+@wp.struct
+class StateData:
+    """The kernel view of `State` (same names; see `State` for shapes and units)."""
+
+    pos: wp.array(dtype=wp.vec3)
+    heading: wp.array(dtype=float)
+    speed: wp.array(dtype=float)
+    accel_long: wp.array(dtype=float)
+    accel_lat: wp.array(dtype=float)
+    jerk_long: wp.array(dtype=float)
+    jerk_lat: wp.array(dtype=float)
+    steering: wp.array(dtype=float)
+    length: wp.array(dtype=float)
+    width: wp.array(dtype=float)
+    height: wp.array(dtype=float)
+    kind: wp.array(dtype=wp.int32)
+    valid: wp.array(dtype=wp.int32)
+    halted: wp.array(dtype=wp.int32)
+    lane: wp.array(dtype=wp.int32)
+    lane_offset: wp.array(dtype=float)
+    lane_heading_error: wp.array(dtype=float)
+    goal: wp.array2d(dtype=wp.vec3)
+    goal_index: wp.array(dtype=wp.int32)
+    conditioning: wp.array2d(dtype=float)
+    prev_pos: wp.array(dtype=wp.vec3)
+    prev_heading: wp.array(dtype=float)
+    distance: wp.array(dtype=float)
+    reward: wp.array(dtype=float)
+    reward_terms: wp.array2d(dtype=float)
+    events: wp.array2d(dtype=wp.int32)
+    terminated: wp.array(dtype=wp.int32)
+    truncated: wp.array(dtype=wp.int32)
+    active: wp.array(dtype=wp.int32)
+    world_step: wp.array(dtype=wp.int32)
+    world_episode: wp.array(dtype=wp.int32)
+    world_seed: wp.array(dtype=wp.int32)
+    world_reset: wp.array(dtype=wp.int32)
+    world_agent_count: wp.array(dtype=wp.int32)
+    junction_green: wp.array(dtype=float)
+    junction_yellow: wp.array(dtype=float)
+    junction_red: wp.array(dtype=float)
+    junction_offset: wp.array(dtype=float)
+    junction_mode: wp.array(dtype=wp.int32)
+    light_off: wp.array(dtype=wp.int32)
+    light_state: wp.array(dtype=wp.int32)
+    agent_box: wp.array2d(dtype=float)
+    obs_ego: wp.array2d(dtype=float)
+    obs_ego_aux: wp.array2d(dtype=float)
+    obs_goals: wp.array2d(dtype=float)
+    obs_conditioning: wp.array2d(dtype=float)
+
+
+class _Mirrored:
+    """Keeps ``self.data`` (a wp.struct) pointing at the same arrays as the attributes."""
+
+    data: object
+    _struct_fields: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        if name != "data" and "data" in self.__dict__ and name in self._struct_fields:
+            setattr(self.data, name, value)
+
+
+class State(_Mirrored):
+    """Everything that changes per step. S slots, W worlds, Jw world junctions, Tw world lights.
+
+    Per slot:
+      pos (S,) vec3 m (box bottom centre); heading (S,) rad; speed (S,) m/s signed;
+      accel_long, accel_lat (S,) m/s^2; jerk_long, jerk_lat (S,) m/s^3 (last step's);
+      steering (S,) rad; length, width, height (S,) m; kind (S,) AGENT_*;
+      valid (S,) int 0/1: slot populated this episode; halted (S,) int 0/1: had an infraction,
+      stays in place as an obstacle; lane (S,) current lane id (global, -1 = none);
+      lane_offset (S,) m signed lateral offset from the lane centre (left negative);
+      lane_heading_error (S,) rad heading minus lane heading, wrapped to [-pi, pi];
+      goal (S, 3) vec3 m: the current set of waypoints; goal_index (S,) next one to reach
+      (3 = set done, waiting for a lane to draw the next set);
+      conditioning (S, CONDITIONING_WIDTH) raw Table 2 values then the type one-hot;
+      prev_pos (S,) vec3 m, prev_heading (S,) rad: pose before this step (swept tests);
+      distance (S,) m driven this episode.
+    Per step outputs (per slot):
+      reward (S,); reward_terms (S, NUM_REWARD_TERMS) in `REWARD_TERMS` order;
+      events (S, NUM_EVENTS) int 0/1 in `EVENTS` order; terminated (S,) int: infraction this
+      step; truncated (S,) int: world reset this step and the slot was active and not
+      terminated; active (S,) int: valid and not halted after this step's resets.
+    Per world:
+      world_step (W,) steps since the world's reset; world_episode (W,) resets since `reset`;
+      world_seed (W,) int32 RNG key; world_reset (W,) 1 if the world was reset this step;
+      world_agent_count (W,) agents drawn at the last reset (some may have found no spawn).
+    Traffic lights:
+      junction_green/yellow/red (Jw,) s phase durations; junction_offset (Jw,) s;
+      junction_mode (Jw,) 0 cycling, 1 off, 2 always green; light_off (Tw,) int 0/1;
+      light_state (Tw,) int32 LIGHT_* (`snapshot.py`).
+    Snapshot and observations (written at the end of every step and reset):
+      agent_box (S, BOX_WIDTH) per `snapshot.py` (invalid slots: zeros, kind BOX_INVALID);
+      obs_ego (S, EGO_WIDTH); obs_ego_aux (S, EGO_AUX_WIDTH);
+      obs_goals (S, GOAL_FEATURES): (x, y) / 600 m of the 3 waypoints in the ego frame, from the
+      next one on (the last one repeats once passed); obs_conditioning (S, CONDITIONING_WIDTH)
+      in [-1, 1].
+    """
+
+    def __init__(self, model: Model):
+        S, W = model.num_slots, model.num_worlds
+        Jw, Tw = model.junction_count, model.light_count
+        d = model.device
+        self._struct_fields = frozenset(StateData.vars)
+        self.data = StateData()
+        shapes = {
+            "goal": (S, NUM_GOALS),
+            "conditioning": (S, CONDITIONING_WIDTH),
+            "reward_terms": (S, NUM_REWARD_TERMS),
+            "events": (S, NUM_EVENTS),
+            "agent_box": (S, BOX_WIDTH),
+            "obs_ego": (S, EGO_WIDTH),
+            "obs_ego_aux": (S, EGO_AUX_WIDTH),
+            "obs_goals": (S, GOAL_FEATURES),
+            "obs_conditioning": (S, CONDITIONING_WIDTH),
+        }
+        for name, var in StateData.vars.items():
+            if name.startswith("world_"):
+                shape = (W,)
+            elif name.startswith("junction_"):
+                shape = (Jw,)
+            elif name.startswith("light_"):
+                shape = (Tw,)
+            else:
+                shape = shapes.get(name, (S,))
+            setattr(self, name, wp.zeros(shape, dtype=var.type.dtype, device=d))
+        self.device = d
+
+    def assign(self, other: State) -> None:
+        """Copy every array of ``other`` into this state (same model)."""
+        for name in StateData.vars:
+            wp.copy(getattr(self, name), getattr(other, name))
+
+    def numpy(self) -> dict[str, np.ndarray]:
+        """Host copies of every array (tests, debugging; syncs the device)."""
+        return {name: getattr(self, name).numpy() for name in StateData.vars}
+
+
+@wp.struct
+class ControlData:
+    action: wp.array(dtype=wp.int32)
+
+
+class Control(_Mirrored):
+    """Actions: action (S,) int32 in 0..NUM_ACTIONS-1 (ignored for inactive slots)."""
+
+    def __init__(self, model: Model):
+        self._struct_fields = frozenset(ControlData.vars)
+        self.data = ControlData()
+        self.action = wp.zeros(model.num_slots, dtype=wp.int32, device=model.device)
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` if any action is outside 0..NUM_ACTIONS-1 (syncs the device;
+        for tests and debugging: `step` never checks, and reads an out-of-range id as
+        undefined jerk bins)."""
+        a = self.action.numpy()
+        bad = np.flatnonzero((a < 0) | (a >= NUM_ACTIONS))
+        if len(bad):
+            raise ValueError(f"Control.action[{bad[0]}] = {a[bad[0]]} is outside 0..{NUM_ACTIONS - 1}")

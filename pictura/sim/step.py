@@ -1,0 +1,90 @@
+"""`step` and `reset`: the launch sequence of the simulator (no host sync, nothing per agent)."""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from pictura.sim import kernels
+from pictura.sim.model import Model
+from pictura.sim.state import Control, State
+
+
+def _finish(model: Model, state: State) -> None:
+    """Lights and observations of ``state`` (end of both `step` and `reset`)."""
+    if model.light_count:
+        wp.launch(
+            kernels.lights_kernel, model.light_count, inputs=[model.data, state.data], device=model.device
+        )
+    wp.launch(kernels.observe_kernel, model.num_slots, inputs=[model.data, state.data], device=model.device)
+
+
+def step(model: Model, state_in: State, control: Control, state_out: State) -> None:
+    """Advance every world by ``model.config.dt``: dynamics -> events -> goals -> rewards ->
+    dones -> masked world resets -> lights -> observations. Writes only ``state_out``; the
+    caller swaps the two states. ``state_in`` and ``state_out`` must be different objects."""
+    if state_in is state_out:
+        raise ValueError("step: state_in and state_out must be different State objects (swap them)")
+    d = model.device
+    S, W = model.num_slots, model.num_worlds
+    wp.launch(
+        kernels.integrate_kernel,
+        S,
+        inputs=[model.data, state_in.data, control.data],
+        outputs=[state_out.data],
+        device=d,
+    )
+    wp.launch(kernels.rules_kernel, S, inputs=[model.data, state_in.data], outputs=[state_out.data], device=d)
+    wp.launch(kernels.world_kernel, W, inputs=[model.data, state_in.data], outputs=[state_out.data], device=d)
+    _finish(model, state_out)
+
+
+def reset(model: Model, state: State, seed: int) -> None:
+    """Reset every world of ``state`` from ``seed`` (episode counters back to 0), through the
+    same respawn code as the masked resets inside `step`."""
+    if not isinstance(seed, int | np.integer):
+        raise ValueError(f"reset: seed must be an int, got {type(seed).__name__}")
+    seed32 = int(np.int64(seed) & 0x7FFFFFFF)
+    wp.launch(
+        kernels.reset_kernel, model.num_worlds, inputs=[model.data, seed32, state.data], device=model.device
+    )
+    _finish(model, state)
+
+
+def boxes_overlap(boxes_a: np.ndarray, boxes_b: np.ndarray, device: str = "cpu") -> np.ndarray:
+    """Pairwise SAT test of ``(N, 5)`` rows (x, y, heading, length, width): ``(N,)`` bool.
+
+    The same Warp function the collision rule uses (exposed for tests and tools).
+    """
+    a = np.ascontiguousarray(boxes_a, np.float32)
+    b = np.ascontiguousarray(boxes_b, np.float32)
+    if a.ndim != 2 or a.shape[1] != 5 or a.shape != b.shape:
+        raise ValueError(f"boxes_a/boxes_b must both be (N, 5), got {a.shape} and {b.shape}")
+    out = wp.zeros(len(a), dtype=wp.int32, device=device)
+    wp.launch(
+        kernels.oriented_boxes_overlap_kernel,
+        len(a),
+        inputs=[wp.array(a, dtype=float, device=device), wp.array(b, dtype=float, device=device)],
+        outputs=[out],
+        device=device,
+    )
+    return out.numpy().astype(bool)
+
+
+def swept_offroad(model: Model, map_index: int, poses: np.ndarray) -> np.ndarray:
+    """Off-road rule on ``(N, 10)`` rows (x0, y0, z0, heading0, x1, y1, z1, heading1, length,
+    width) against map ``map_index``'s road edges: ``(N,)`` bool."""
+    p = np.ascontiguousarray(poses, np.float32)
+    if p.ndim != 2 or p.shape[1] != 10:
+        raise ValueError(f"poses must be (N, 10), got {p.shape}")
+    if not 0 <= map_index < len(model.map_names):
+        raise ValueError(f"map_index {map_index} outside 0..{len(model.map_names) - 1}")
+    out = wp.zeros(len(p), dtype=wp.int32, device=model.device)
+    wp.launch(
+        kernels.offroad_probe_kernel,
+        len(p),
+        inputs=[model.data, int(map_index), wp.array(p, dtype=float, device=model.device)],
+        outputs=[out],
+        device=model.device,
+    )
+    return out.numpy().astype(bool)

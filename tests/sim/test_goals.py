@@ -1,0 +1,75 @@
+"""Goals: reached when the waypoint lies within the radius of the swept segment; the third
+waypoint pays only below v_goal; a finished set is replaced by a new walk on the lane graph."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pictura.sim import EVENTS, REWARD_TERMS, SimConfig, reset, step
+from pictura.sim.features import COND_DELTA_GOAL, COND_V_GOAL
+
+from .conftest import loop_map, make_world, set_slots, without_edges
+
+GOAL = EVENTS.index("goal")
+
+
+def _agent_on_lane():
+    """One agent spawned on a lane of the loop, then driven straight ahead at 30 m/s."""
+    cfg = SimConfig(agents_per_world=(1, 1), episode_length=1000)
+    road = without_edges(loop_map())
+    model, s0, s1, ctl = make_world([road], [0], 1, cfg)
+    reset(model, s0, 5)
+    set_slots(s0, speed=[30.0], accel_long=[0.0], accel_lat=[0.0], steering=[0.0])
+    ctl.action.assign(np.full(1, 7, np.int32))
+    pos = s0.pos.numpy()[0].astype(np.float64)
+    h = float(s0.heading.numpy()[0])
+    fwd, left = np.array([np.cos(h), np.sin(h), 0]), np.array([-np.sin(h), np.cos(h), 0])
+    return model, s0, s1, ctl, pos, fwd, left, road
+
+
+def _set_goal(s0, index: int, point: np.ndarray, radius: float, v_goal: float) -> None:
+    goals = s0.goal.numpy()
+    goals[0, index] = point
+    cond = s0.conditioning.numpy()
+    cond[0, COND_DELTA_GOAL] = radius
+    cond[0, COND_V_GOAL] = v_goal
+    set_slots(s0, goal=goals, goal_index=[index], conditioning=cond)
+
+
+def test_waypoint_reached_through_swept_segment():
+    model, s0, s1, ctl, pos, fwd, left, _ = _agent_on_lane()
+    # 1.5 m ahead, 1 m aside: 1.0 m from the 3 m path, 1.8 m from both end points
+    _set_goal(s0, 0, pos + 1.5 * fwd + 1.0 * left, radius=1.2, v_goal=0.0)
+    step(model, s0, ctl, s1)
+    assert s1.events.numpy()[0, GOAL] == 1
+    assert s1.goal_index.numpy()[0] == 1
+    assert s1.reward_terms.numpy()[0, REWARD_TERMS.index("goal")] == 1.0
+
+
+def test_waypoint_beyond_radius_not_reached():
+    model, s0, s1, ctl, pos, fwd, left, _ = _agent_on_lane()
+    _set_goal(s0, 0, pos + 1.5 * fwd + 1.5 * left, radius=1.2, v_goal=0.0)
+    step(model, s0, ctl, s1)
+    assert s1.events.numpy()[0, GOAL] == 0 and s1.goal_index.numpy()[0] == 0
+
+
+def test_final_goal_needs_low_speed_then_new_set():
+    model, s0, s1, ctl, pos, fwd, left, road = _agent_on_lane()
+    _set_goal(s0, 2, pos + 1.5 * fwd, radius=2.0, v_goal=5.0)  # 30 m/s > v_goal: no
+    step(model, s0, ctl, s1)
+    assert s1.events.numpy()[0, GOAL] == 0 and s1.goal_index.numpy()[0] == 2
+
+    model, s0, s1, ctl, pos, fwd, left, road = _agent_on_lane()
+    _set_goal(s0, 2, pos + 1.5 * fwd, radius=2.0, v_goal=35.0)
+    step(model, s0, ctl, s1)
+    assert s1.events.numpy()[0, GOAL] == 1
+    assert s1.goal_index.numpy()[0] == 0  # a new set was drawn from the current lane
+    goals = s1.goal.numpy()[0].astype(np.float64)
+    here = s1.pos.numpy()[0].astype(np.float64)
+    chords = np.linalg.norm(np.diff(np.vstack([here, goals]), axis=0)[:, :2], axis=1)
+    assert np.all(chords <= 200.0 + 1e-3) and np.all(chords > 1.0)
+    seg, _ = road.lane_segments()
+    for g in goals:  # every waypoint lies on a lane centreline
+        a, b = seg[:, 0, :2], seg[:, 1, :2]
+        t = np.clip(np.sum((g[:2] - a) * (b - a), 1) / np.sum((b - a) ** 2, 1), 0, 1)
+        assert np.min(np.linalg.norm(a + (b - a) * t[:, None] - g[:2], axis=1)) < 1e-3
