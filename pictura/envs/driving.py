@@ -1,0 +1,339 @@
+"""`DrivingEnv`: the TorchRL face of the simulator and the renderer.
+
+This is the only place where torch meets Warp. Every Warp array is viewed as a torch tensor
+(zero copy) and every launch goes on torch's current stream, so a rollout never leaves the
+device and never synchronises with the host (unless ``validate_actions`` is on).
+
+The batch is the flat pool of agent slots (``batch_size=[num_slots]``). Worlds reset on their
+own inside `step` (episode length, or too many halted agents); `reset` is only needed once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import warp as wp
+from tensordict import TensorDict, TensorDictBase
+from torchrl.data import Bounded, Categorical, Composite, Unbounded
+from torchrl.envs import EnvBase
+
+from pictura.maps import load_road_map
+from pictura.render import CameraRig, Renderer
+from pictura.sim import (
+    CONDITIONING_WIDTH,
+    EGO_WIDTH,
+    EVENTS,
+    NUM_ACTIONS,
+    REWARD_TERMS,
+    SimConfig,
+    build_model,
+    reset,
+    step,
+)
+from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
+
+
+def warp_device(device: torch.device) -> str:
+    """The Warp device string for a torch device ("cpu", "cuda:0", ...)."""
+    if device.type == "cuda":
+        return f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}"
+    if device.type != "cpu":
+        raise ValueError(f"DrivingEnv runs on cpu or cuda devices, got {device}")
+    return "cpu"
+
+
+class DrivingEnv(EnvBase):
+    """Multi-world driving self-play with per-agent perspective views.
+
+    Args:
+        device: torch device the env lives on ("cpu", "cuda", "cuda:1").
+        seed: base seed; every world's randomness derives from it.
+        maps: map sources (`pictura.maps.load`); world ``w`` plays on ``maps[w % len(maps)]``.
+        num_worlds: worlds (map instances) on this device.
+        slots_per_world: agent slots per world (capacity).
+        agents_per_world: inclusive range ``(lo, hi)`` of agents drawn per world at each reset.
+        rig: camera rig (default: the paper's four-camera rig at 96x54).
+        sim: simulator settings (`pictura.sim.SimConfig`); its ``agents_per_world`` is replaced
+            by the argument above so there is one place to set it.
+        validate_actions: check every action is in 0..11 on the host (one sync per step). The
+            PPO loop turns it off: its actions come from a 12-way categorical.
+        share_pixel_buffer: return the internal pixel buffer instead of a copy. Cheap, but the
+            next `step` overwrites it: only for loops that consume pixels before stepping.
+    """
+
+    def __init__(
+        self,
+        device: str = "cpu",
+        seed: int = 0,
+        maps: Sequence[str] = ("procedural:seed=0",),
+        num_worlds: int = 4,
+        slots_per_world: int = 16,
+        agents_per_world: tuple[int, int] = (8, 16),
+        rig: CameraRig | None = None,
+        sim: SimConfig | None = None,
+        validate_actions: bool = True,
+        share_pixel_buffer: bool = False,
+    ) -> None:
+        if num_worlds < 1:
+            raise ValueError(f"num_worlds must be >= 1, got {num_worlds}")
+        if slots_per_world < 1:
+            raise ValueError(f"slots_per_world must be >= 1, got {slots_per_world}")
+        if len(maps) == 0:
+            raise ValueError("maps must name at least one map source")
+        lo, hi = agents_per_world
+        if not 1 <= lo <= hi <= slots_per_world:
+            raise ValueError(
+                f"agents_per_world must satisfy 1 <= lo <= hi <= slots_per_world={slots_per_world}, "
+                f"got {tuple(agents_per_world)}"
+            )
+        num_slots = num_worlds * slots_per_world
+        super().__init__(device=torch.device(device), batch_size=torch.Size([num_slots]))
+        wp.init()
+        self._wp_device = warp_device(self.device)
+        self.map_sources = list(maps)
+        self.road_maps = [load_road_map(source) for source in self.map_sources]
+        self.layout = WorldLayout.uniform(
+            np.arange(num_worlds) % len(self.road_maps),
+            slots_per_world,
+            [len(m.light_position) for m in self.road_maps],
+        )
+        self.sim_config = dataclasses.replace(SimConfig() if sim is None else sim, agents_per_world=(int(lo), int(hi)))
+        self.sim_config.validate()
+        self.rig = CameraRig() if rig is None else rig
+        self.validate_actions = validate_actions
+        self.share_pixel_buffer = share_pixel_buffer
+        self._seed = int(seed)
+
+        with self._warp_scope():
+            self.model = build_model(self.road_maps, self.layout, self.sim_config, device=self._wp_device)
+            self._states = [self.model.state(), self.model.state()]
+            self._control = self.model.control()
+            self.renderer = Renderer(self.road_maps, self.layout, self.rig, device=self._wp_device)
+        self._action = wp.to_torch(self._control.action)
+        self._world_id = torch.as_tensor(self.layout.slot_world, dtype=torch.int64, device=self.device)
+        # One request per slot, all from "step 0" of a one-step history: acting renders the
+        # same function as minibatch re-rendering does.
+        self._act_requests = torch.stack(
+            [torch.zeros(num_slots, dtype=torch.int32), torch.arange(num_slots, dtype=torch.int32)], dim=1
+        ).to(self.device)
+        self._pixels = self._new_pixels(num_slots)
+        self._make_specs()
+
+    # ---- sizes ---------------------------------------------------------------------------
+    @property
+    def num_slots(self) -> int:
+        return self.layout.num_slots
+
+    @property
+    def num_worlds(self) -> int:
+        return self.layout.num_worlds
+
+    @property
+    def num_cameras(self) -> int:
+        return self.rig.num_cameras
+
+    @property
+    def state(self):
+        """The current simulator `State` (Warp arrays)."""
+        return self._states[0]
+
+    def _warp_scope(self):
+        """Launch Warp work on torch's current stream so it orders with the policy's kernels."""
+        if self.device.type == "cuda":
+            return wp.ScopedStream(wp.stream_from_torch(torch.cuda.current_stream(self.device)))
+        return wp.ScopedDevice("cpu")
+
+    # ---- specs ---------------------------------------------------------------------------
+    def _make_specs(self) -> None:
+        S, dev = self.num_slots, self.device
+        C, H, W = self.num_cameras, self.rig.height, self.rig.width
+        self.observation_spec = Composite(
+            observation=Composite(
+                pixels=Bounded(0, 255, shape=(S, C, H, W, 3), dtype=torch.uint8, device=dev),
+                ego=Unbounded(shape=(S, EGO_WIDTH), dtype=torch.float32, device=dev),
+                conditioning=Unbounded(shape=(S, CONDITIONING_WIDTH), dtype=torch.float32, device=dev),
+                goals=Unbounded(shape=(S, 3, 2), dtype=torch.float32, device=dev),
+                shape=(S,),
+                device=dev,
+            ),
+            valid=Categorical(2, shape=(S,), dtype=torch.bool, device=dev),
+            world_id=Unbounded(shape=(S,), dtype=torch.int64, device=dev),
+            info=Composite(
+                reward=Composite(
+                    {t: Unbounded(shape=(S, 1), dtype=torch.float32, device=dev) for t in REWARD_TERMS},
+                    shape=(S,),
+                    device=dev,
+                ),
+                event=Composite(
+                    {e: Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev) for e in EVENTS},
+                    shape=(S,),
+                    device=dev,
+                ),
+                shape=(S,),
+                device=dev,
+            ),
+            shape=(S,),
+            device=dev,
+        )
+        self.action_spec = Categorical(NUM_ACTIONS, shape=(S,), dtype=torch.int64, device=dev)
+        self.reward_spec = Unbounded(shape=(S, 1), dtype=torch.float32, device=dev)
+        self.done_spec = Composite(
+            done=Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev),
+            terminated=Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev),
+            truncated=Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev),
+            shape=(S,),
+            device=dev,
+        )
+
+    # ---- rendering -----------------------------------------------------------------------
+    def _new_pixels(self, n: int) -> torch.Tensor:
+        return torch.empty(
+            (n, self.num_cameras, self.rig.height, self.rig.width, 3), dtype=torch.uint8, device=self.device
+        )
+
+    def _render(self, agent_box: torch.Tensor, light_state: torch.Tensor, requests: torch.Tensor, out: torch.Tensor):
+        """Render ``requests`` (N, 2) rows (step, slot) of a (T, S, 8) history into ``out``."""
+        n = requests.shape[0]
+        flat = out.view(n * self.num_cameras, self.rig.height, self.rig.width, 3)
+        with self._warp_scope():
+            self.renderer.render(
+                wp.from_torch(agent_box.contiguous()),
+                wp.from_torch(light_state.contiguous()),
+                wp.from_torch(requests.contiguous(), dtype=wp.int32),
+                wp.from_torch(flat, dtype=wp.uint8),
+            )
+
+    def _render_current(self) -> None:
+        st = self.state
+        self._render(
+            wp.to_torch(st.agent_box).unsqueeze(0),
+            wp.to_torch(st.light_state).unsqueeze(0),
+            self._act_requests,
+            self._pixels,
+        )
+
+    def snapshot(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Copies of the compact state the current observation was rendered from.
+
+        Returns ``agent_box`` (S, 8) float32 and ``light_state`` (L,) int32: stack them over a
+        rollout and hand them to `render_history` to get the same pixels back.
+        """
+        st = self.state
+        return wp.to_torch(st.agent_box).clone(), wp.to_torch(st.light_state).clone()
+
+    def render_history(
+        self,
+        agent_box_hist: torch.Tensor,
+        light_hist: torch.Tensor,
+        steps: torch.Tensor,
+        slots: torch.Tensor,
+    ) -> torch.Tensor:
+        """Re-render the views of (step, slot) pairs from a stacked snapshot history.
+
+        Args:
+            agent_box_hist: (T, S, 8) float32, stacked `snapshot` boxes.
+            light_hist: (T, L) int32, stacked `snapshot` light states.
+            steps, slots: (N,) integer indices into the history.
+        Returns:
+            (N, C, H, W, 3) uint8, equal bit for bit to what was rendered while acting.
+        """
+        if agent_box_hist.ndim != 3 or agent_box_hist.shape[1:] != (self.num_slots, BOX_WIDTH):
+            raise ValueError(
+                f"agent_box_hist must be (T, {self.num_slots}, {BOX_WIDTH}), got {tuple(agent_box_hist.shape)}"
+            )
+        requests = torch.stack([steps.to(torch.int32), slots.to(torch.int32)], dim=1)
+        out = self._new_pixels(requests.shape[0])
+        self._render(agent_box_hist, light_hist, requests, out)
+        return out
+
+    def set_resolution(self, width: int, height: int) -> None:
+        """Change the render resolution (e.g. for a resolution curriculum)."""
+        self.rig.set_resolution(width, height)
+        self._pixels = self._new_pixels(self.num_slots)
+        self._make_specs()
+
+    # ---- TorchRL plumbing ----------------------------------------------------------------
+    def _observation(self) -> TensorDict:
+        st, S = self.state, self.num_slots
+        pixels = self._pixels if self.share_pixel_buffer else self._pixels.clone()
+        return TensorDict(
+            {
+                "observation": TensorDict(
+                    {
+                        "pixels": pixels,
+                        "ego": wp.to_torch(st.obs_ego).clone(),
+                        "conditioning": wp.to_torch(st.obs_conditioning).clone(),
+                        "goals": wp.to_torch(st.obs_goals).reshape(S, 3, 2).clone(),
+                    },
+                    batch_size=[S],
+                ),
+                "valid": wp.to_torch(st.active).bool(),
+                "world_id": self._world_id.clone(),
+            },
+            batch_size=[S],
+            device=self.device,
+        )
+
+    def _info(self) -> TensorDict:
+        st, S = self.state, self.num_slots
+        terms = wp.to_torch(st.reward_terms)
+        events = wp.to_torch(st.events)
+        return TensorDict(
+            {
+                "reward": TensorDict(
+                    {t: terms[:, i : i + 1].clone() for i, t in enumerate(REWARD_TERMS)}, batch_size=[S]
+                ),
+                "event": TensorDict(
+                    {e: events[:, i : i + 1].bool() for i, e in enumerate(EVENTS)}, batch_size=[S]
+                ),
+            },
+            batch_size=[S],
+        )
+
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        partial = tensordict is not None and "_reset" in tensordict.keys()
+        if not partial or bool(tensordict["_reset"].all()):
+            with self._warp_scope():
+                reset(self.model, self.state, self._seed)
+            self._render_current()
+        # A partial reset is a no-op: worlds reset themselves inside `step`, and a slot whose
+        # agent halted stays an obstacle until its world resets.
+        out = self._observation()
+        S = self.num_slots
+        zeros = torch.zeros((S, 1), dtype=torch.bool, device=self.device)
+        out.set("info", self._info().apply(torch.zeros_like))
+        out.set("done", zeros)
+        out.set("terminated", zeros.clone())
+        out.set("truncated", zeros.clone())
+        return out
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        action = tensordict.get("action")
+        if self.validate_actions:
+            bad = (action < 0) | (action >= NUM_ACTIONS)
+            if bool(bad.any()):
+                slot = int(bad.nonzero()[0, 0])
+                raise ValueError(
+                    f"action {int(action.reshape(-1)[slot])} for slot {slot} is outside 0..{NUM_ACTIONS - 1}"
+                )
+        self._action.copy_(action.reshape(-1))
+        with self._warp_scope():
+            step(self.model, self._states[0], self._control, self._states[1])
+        self._states.reverse()
+        self._render_current()
+        st = self.state
+        out = self._observation()
+        terminated = wp.to_torch(st.terminated).bool().unsqueeze(-1)
+        truncated = wp.to_torch(st.truncated).bool().unsqueeze(-1)
+        out.set("reward", wp.to_torch(st.reward).unsqueeze(-1).clone())
+        out.set("terminated", terminated)
+        out.set("truncated", truncated)
+        out.set("done", terminated | truncated)
+        out.set("info", self._info())
+        return out
+
+    def _set_seed(self, seed: int | None) -> None:
+        self._seed = 0 if seed is None else int(seed)
