@@ -1,0 +1,65 @@
+"""LightningCLI entry point: ``python -m pictura fit -c configs/alberti.yaml [-c configs/cpu.yaml] ...``.
+
+The model is a `PPO` subclass chosen by ``model.class_path``; its ``env`` and ``policy`` are
+factories given as ``class_path`` + ``init_args`` (jsonargparse turns a class under a
+``Callable[..., ReturnType]`` hint into a partial that `PPO.setup` calls with the device and
+seed, resp. the env's observation spec and action count). Configs use omegaconf
+interpolation, resolved after every config file and override is merged ("omegaconf+").
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import warnings
+
+import jsonargparse._parameter_resolvers as _resolvers
+from lightning.pytorch.cli import LightningCLI
+
+from pictura.modules.ppo import PPO
+
+
+def _own_dunder_new(cls, attr_name) -> bool:
+    """jsonargparse's ``has_dunder_new_method``, comparing ``__new__`` by its function.
+
+    TorchRL's ``EnvBase.__new__`` is a *classmethod*: every access returns a fresh bound
+    method, so jsonargparse (4.53) believes every env subclass defines its own ``__new__`` and
+    reads the env's arguments from ``EnvBase.__new__(*args, _inplace_update, _batch_locked)``
+    instead of ``__init__`` (``env.init_args.num_worlds`` would be "not accepted"). Comparing
+    the underlying functions restores the ``__init__`` signature.
+    """
+
+    def func(method):
+        return getattr(inspect.unwrap(method), "__func__", inspect.unwrap(method))
+
+    if attr_name != "__init__":
+        return False
+    origin = _resolvers.get_generic_origin(cls)
+    new = func(origin.__new__)
+    return new is not object.__new__ and not any(new is func(c.__new__) for c in inspect.getmro(origin)[1:])
+
+
+_resolvers.has_dunder_new_method = _own_dunder_new
+# PPO's "dataloader" is an endless stream of iteration indices: workers would be pointless.
+warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+
+
+class PicturaCLI(LightningCLI):
+    """LightningCLI with Pictura's defaults (no datamodule: PPO makes its own data)."""
+
+
+def run_lightning_cli(argv: list[str] | None = None, run: bool = True) -> PicturaCLI:
+    """Parse ``argv`` (``fit|validate|test|predict ...``) and run it (``run=False``: only build)."""
+    args = list(argv) if argv is not None else None
+    if args is not None and args == sys.argv[1:]:
+        args = None  # LightningCLI warns when given both: read them from the command line itself
+    if not run and args and args[0] in ("fit", "validate", "test", "predict"):
+        args = args[1:]
+    return PicturaCLI(
+        PPO,
+        subclass_mode_model=True,
+        parser_kwargs={"parser_mode": "omegaconf+"},
+        save_config_kwargs={"overwrite": True},
+        args=args,
+        auto_configure_optimizers=False,
+    )

@@ -1,0 +1,161 @@
+"""Observation encoders of the Alberti policy (paper Table 4).
+
+- `CameraEncoder`: a shared from-scratch conv stack over every camera view, then per-camera
+  learned queries that cross-attend over that camera's feature map (DrivoR-style token pooling).
+  The number of tokens is fixed by the queries, not by the image, so every render resolution
+  maps to the same output width.
+- `GroupMLP`: the 2-layer MLP used for the ego and conditioning groups (-> group width 64).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+def _check_positive(**sizes: int | Sequence[int]) -> None:
+    for name, value in sizes.items():
+        values = value if isinstance(value, Sequence) else [value]
+        if len(values) == 0 or any(int(v) < 1 for v in values):
+            raise ValueError(f"{name} must be positive, got {value}")
+
+
+def sinusoid_position_2d(height: int, width: int, channels: int, device: torch.device) -> torch.Tensor:
+    """(height * width, channels) fixed 2-D sine/cosine encoding of feature-map cells.
+
+    Half the channels encode the row, half the column, at geometric frequencies; coordinates
+    are normalised to [0, 1] so the encoding means "where in the view", whatever the resolution.
+    """
+    if channels % 4 != 0:
+        raise ValueError(f"positional encoding needs channels divisible by 4, got {channels}")
+    quarter = channels // 4
+    freq = torch.exp(torch.arange(quarter, device=device, dtype=torch.float32) * (-math.log(1000.0) / quarter))
+    ys = torch.linspace(0, 1, height, device=device) if height > 1 else torch.zeros(1, device=device)
+    xs = torch.linspace(0, 1, width, device=device) if width > 1 else torch.zeros(1, device=device)
+    ay = ys[:, None] * freq[None] * 2 * math.pi  # (H, quarter)
+    ax = xs[:, None] * freq[None] * 2 * math.pi  # (W, quarter)
+    enc_y = torch.cat([ay.sin(), ay.cos()], dim=1)[:, None, :].expand(height, width, 2 * quarter)
+    enc_x = torch.cat([ax.sin(), ax.cos()], dim=1)[None, :, :].expand(height, width, 2 * quarter)
+    return torch.cat([enc_y, enc_x], dim=2).reshape(height * width, channels)
+
+
+class ConvStack(nn.Module):
+    """Shared per-view conv stack: (N, 3, H, W) float -> (N, channels[-1], h, w).
+
+    The first layer is a ``strides[0] x strides[0]`` patch stem (kernel = stride, no padding):
+    on one H200 a 4x4 stride-4 stem then 3x3 convs at strides 2, 2, 1, 1 ran about 2x faster
+    than a 3x3 stride-2 stem at the same width (ARCHITECTURE.md, "Performance rules"). Later
+    layers are 3x3 with padding 1, so even a 32x18 view keeps a non-empty feature map.
+    """
+
+    def __init__(self, channels: Sequence[int] = (32, 64, 96, 128, 128), strides: Sequence[int] = (4, 2, 2, 1, 1)):
+        super().__init__()
+        _check_positive(conv_channels=channels, conv_strides=strides)
+        if len(channels) != len(strides):
+            raise ValueError(
+                f"conv_channels and conv_strides must have the same length, got {len(channels)} and {len(strides)}"
+            )
+        layers: list[nn.Module] = []
+        c_in = 3
+        for i, (c_out, s) in enumerate(zip(channels, strides, strict=True)):
+            if i == 0:
+                layers.append(nn.Conv2d(c_in, c_out, kernel_size=s, stride=s))
+            else:
+                layers.append(nn.Conv2d(c_in, c_out, kernel_size=3, stride=s, padding=1))
+            layers.append(nn.GELU())
+            c_in = c_out
+        self.layers = nn.Sequential(*layers)
+        self.out_channels = c_in
+        self.strides = tuple(int(s) for s in strides)
+
+    def feature_size(self, height: int, width: int) -> tuple[int, int]:
+        """Feature-map (h, w) for an input view of (height, width)."""
+        h, w = height // self.strides[0], width // self.strides[0]
+        for s in self.strides[1:]:
+            h, w = (h - 1) // s + 1, (w - 1) // s + 1
+        return h, w
+
+    def forward(self, views: torch.Tensor) -> torch.Tensor:
+        return self.layers(views)
+
+
+class CameraEncoder(nn.Module):
+    """Pixels of C cameras -> one scene embedding.
+
+    Input ``pixels`` (B, C, H, W, 3) uint8 (the env layout). Every view goes through the shared
+    `ConvStack`; camera ``c``'s ``queries_per_camera`` learned queries cross-attend (one block:
+    attention + MLP, pre-norm, residual) over its feature map plus a 2-D positional encoding;
+    each camera's tokens are flattened and projected to ``camera_width``; the C camera vectors
+    are concatenated (C * camera_width) and projected to ``out_width``.
+
+    Output (B, out_width) float32.
+    """
+
+    def __init__(
+        self,
+        num_cameras: int = 4,
+        conv_channels: Sequence[int] = (32, 64, 96, 128, 128),
+        conv_strides: Sequence[int] = (4, 2, 2, 1, 1),
+        queries_per_camera: int = 16,
+        attention_heads: int = 4,
+        camera_width: int = 128,
+        out_width: int = 256,
+    ):
+        super().__init__()
+        _check_positive(
+            num_cameras=num_cameras,
+            queries_per_camera=queries_per_camera,
+            attention_heads=attention_heads,
+            camera_width=camera_width,
+            out_width=out_width,
+        )
+        self.conv = ConvStack(conv_channels, conv_strides)
+        d = self.conv.out_channels
+        if d % attention_heads != 0:
+            raise ValueError(f"conv_channels[-1]={d} must be divisible by attention_heads={attention_heads}")
+        if d % 4 != 0:
+            raise ValueError(f"conv_channels[-1]={d} must be divisible by 4 (2-D positional encoding)")
+        self.num_cameras, self.token_width = num_cameras, d
+        self.queries = nn.Parameter(torch.randn(num_cameras, queries_per_camera, d) * 0.02)
+        self.norm_q = nn.LayerNorm(d)
+        self.norm_kv = nn.LayerNorm(d)
+        self.attention = nn.MultiheadAttention(d, attention_heads, batch_first=True)
+        self.norm_mlp = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+        self.camera_proj = nn.Linear(queries_per_camera * d, camera_width)
+        self.scene_proj = nn.Linear(num_cameras * camera_width, out_width)
+        self.out_width = out_width
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        if pixels.ndim != 5 or pixels.shape[1] != self.num_cameras or pixels.shape[-1] != 3:
+            raise ValueError(
+                f"pixels must be (B, {self.num_cameras}, H, W, 3) uint8, got {tuple(pixels.shape)}"
+            )
+        B, C, H, W, _ = pixels.shape
+        # (B*C, H, W, 3) -> permute to NCHW: the result is channels_last in memory, no copy.
+        views = pixels.reshape(B * C, H, W, 3).permute(0, 3, 1, 2).float().div_(255.0)
+        feat = self.conv(views)  # (B*C, d, h, w)
+        h, w = feat.shape[-2:]
+        tokens = feat.flatten(2).transpose(1, 2)  # (B*C, h*w, d)
+        kv = self.norm_kv(tokens + sinusoid_position_2d(h, w, self.token_width, feat.device).to(feat.dtype))
+        q = self.queries.unsqueeze(0).expand(B, -1, -1, -1).reshape(B * C, -1, self.token_width)
+        q = q + self.attention(self.norm_q(q), kv, kv, need_weights=False)[0]
+        q = q + self.mlp(self.norm_mlp(q))  # (B*C, Q, d)
+        per_camera = self.camera_proj(q.reshape(B, C, -1))  # (B, C, camera_width)
+        return self.scene_proj(per_camera.reshape(B, -1))
+
+
+class GroupMLP(nn.Module):
+    """2-layer GELU MLP: (B, in_width) -> (B, out_width) (Table 4 "per-group encoder")."""
+
+    def __init__(self, in_width: int, out_width: int = 64):
+        super().__init__()
+        _check_positive(in_width=in_width, group_width=out_width)
+        self.net = nn.Sequential(nn.Linear(in_width, out_width), nn.GELU(), nn.Linear(out_width, out_width))
+        self.out_width = out_width
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)

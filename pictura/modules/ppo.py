@@ -1,0 +1,487 @@
+"""`PPO`: self-play PPO as a LightningModule (paper Table 5), CleanRL-style.
+
+One `training_step` is one PPO iteration, read top to bottom:
+    1. rollout ``rollout_steps`` steps of every agent slot on the device (no host sync per step),
+       keeping the compact world snapshot of every step instead of its images;
+    2. GAE (terminated and truncated kept apart);
+    3. Gigaflow advantage filter (drop |A| < 0.01 x EMA of max |A|);
+    4. ``update_epochs`` passes over shuffled minibatches of the kept transitions; each minibatch
+       re-renders its own pixels from the snapshot history (`env.render_history`), in
+       ``chunk_size`` pieces with gradient accumulation when it does not fit in memory;
+    5. one cosine learning-rate step; logging.
+
+Manual optimisation: every minibatch is one ``optimizer.step()``, so Lightning's ``global_step``
+(and ``trainer.max_steps``) counts gradient steps. ``max_iterations`` counts PPO iterations
+and also sets the length of the cosine schedule.
+
+Sizes are global: with N ranks (DDP), each rank builds its env with ``num_worlds / N`` worlds
+(the env factory's ``num_worlds`` keyword is split) and uses ``minibatch_size / N`` samples of
+each minibatch; gradients are averaged by DDP.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import LightningModule
+from lightning.pytorch.utilities import rank_zero_info
+from tensordict import TensorDict
+from torch import nn
+from torch.utils.data import DataLoader, IterableDataset
+from torchrl.data import Composite
+from torchrl.envs import EnvBase
+
+from pictura.modules.gae import AdvantageFilter, generalized_advantage
+
+EnvFactory = Callable[[str, int], EnvBase]
+"""``env(device, seed) -> EnvBase``; in a config: ``class_path`` + ``init_args`` of the env,
+without ``device`` and ``seed`` (PPO fills them in `setup`)."""
+PolicyFactory = Callable[[Composite, int], nn.Module]
+"""``policy(observation_spec, num_actions) -> nn.Module`` with ``forward(td) -> (logits, value)``."""
+
+OBS_VECTOR_KEYS = ("ego", "conditioning", "goals")
+
+
+def ppo_loss(
+    logits: torch.Tensor,
+    value: torch.Tensor,
+    action: torch.Tensor,
+    old_logprob: torch.Tensor,
+    advantage: torch.Tensor,
+    returns: torch.Tensor,
+    mask: torch.Tensor,
+    clip_coef: float = 0.2,
+    vf_coef: float = 0.5,
+    ent_coef: float = 0.01,
+) -> dict[str, torch.Tensor]:
+    """Clipped-surrogate PPO loss over a batch of B transitions (means over ``mask``).
+
+    Args:
+        logits (B, A), value (B,): the current policy's outputs.
+        action (B,) int64, old_logprob (B,): what the acting policy did and its log-probability.
+        advantage (B,): already normalised; returns (B,): GAE returns (value targets).
+        mask (B,) bool: transitions that count (invalid or filtered ones are False).
+    Returns:
+        dict of scalars: ``total = policy - ent_coef * entropy + vf_coef * value``, with
+        ``value = 0.5 * mean((V - R)^2)`` (no value clipping), ``approx_kl`` ((r - 1) - log r),
+        ``clip_fraction``.
+    """
+    weight = mask.to(logits.dtype)
+    count = weight.sum().clamp(min=1.0)
+
+    def mean(x: torch.Tensor) -> torch.Tensor:
+        return (x * weight).sum() / count
+
+    log_probs = F.log_softmax(logits.float(), dim=-1)
+    logprob = log_probs.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+    entropy = -(log_probs.exp() * log_probs).sum(-1)
+    log_ratio = logprob - old_logprob
+    ratio = log_ratio.exp()
+    surrogate = torch.maximum(-advantage * ratio, -advantage * ratio.clamp(1 - clip_coef, 1 + clip_coef))
+    policy_loss = mean(surrogate)
+    value_loss = 0.5 * mean((value.float() - returns) ** 2)
+    entropy_mean = mean(entropy)
+    return {
+        "policy": policy_loss,
+        "value": value_loss,
+        "entropy": entropy_mean,
+        "total": policy_loss - ent_coef * entropy_mean + vf_coef * value_loss,
+        "approx_kl": mean((ratio - 1) - log_ratio).detach(),
+        "clip_fraction": mean(((ratio - 1).abs() > clip_coef).to(logits.dtype)).detach(),
+    }
+
+
+def normalize_advantage(advantage: torch.Tensor) -> torch.Tensor:
+    """Per-minibatch normalisation (zero mean, unit std; std of a single sample taken as 1)."""
+    if advantage.numel() < 2:
+        return advantage - advantage.mean()
+    return (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+
+
+def sample_action(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gumbel-max sample from categorical logits (B, A) -> action (B,), log-prob (B,).
+
+    Written with plain tensor ops so it never synchronises with the host (torch.distributions
+    validates its arguments on the host).
+    """
+    uniform = torch.rand_like(logits, dtype=torch.float32).clamp_(1e-12, 1.0)
+    action = (logits.float() - torch.log(-torch.log(uniform))).argmax(-1)
+    logprob = F.log_softmax(logits.float(), dim=-1).gather(-1, action.unsqueeze(-1)).squeeze(-1)
+    return action, logprob
+
+
+class _Iterations(IterableDataset):
+    """An endless stream of iteration indices: Lightning needs a dataloader; PPO makes its own data."""
+
+    def __iter__(self) -> Iterator[int]:
+        i = 0
+        while True:
+            yield i
+            i += 1
+
+
+class PhaseClock:
+    """Wall time per phase of an iteration; on CUDA with events, so the loop never syncs.
+
+    ``start(name)`` / ``stop(name)`` bracket a phase (may repeat); ``seconds()`` syncs once.
+    """
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.spans: dict[str, list] = {}
+        self.open: dict[str, object] = {}
+
+    def _now(self):
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def start(self, name: str) -> None:
+        self.open[name] = self._now()
+
+    def stop(self, name: str) -> None:
+        self.spans.setdefault(name, []).append((self.open.pop(name), self._now()))
+
+    def seconds(self) -> dict[str, float]:
+        if self.cuda:
+            torch.cuda.synchronize()
+            return {k: sum(a.elapsed_time(b) for a, b in v) / 1000.0 for k, v in self.spans.items()}
+        return {k: sum(b - a for a, b in v) for k, v in self.spans.items()}
+
+
+class PPO(LightningModule):
+    """Self-play PPO on a `DrivingEnv`-contract env (see module docstring).
+
+    Args:
+        env: env factory ``env(device, seed)`` (config: ``class_path`` + ``init_args``).
+        policy: policy factory ``policy(observation_spec, num_actions)``.
+        seed: base seed; rank r's env gets ``seed + 1_000_003 * r`` (+ iteration on resume).
+        rollout_steps: steps per rollout (128).
+        minibatch_size: transitions per gradient step, global over ranks (65,536).
+        chunk_size: per-rank forward/backward piece of a minibatch (gradient accumulation);
+            None = the whole per-rank minibatch at once.
+        update_epochs: passes over the rollout per iteration (2).
+        gamma, gae_lambda: discount (0.999) and GAE lambda (0.95).
+        clip_coef, vf_coef, ent_coef: PPO clip (0.2), value (0.5) and entropy (0.01) weights.
+        learning_rate, betas, eps, weight_decay: AdamW (5e-4, (0.9, 0.999), 1e-8, 0.01).
+        max_grad_norm: global gradient-norm clip (0.5).
+        advantage_filter: Gigaflow filter on/off; filter_threshold (0.01) and filter_ema (0.25).
+        store_images: keep the rollout's pixels instead of re-rendering (small runs only).
+        max_iterations: stop after this many PPO iterations and run the cosine schedule over
+            them; None = schedule over ``trainer.max_steps`` gradient steps, converted to
+            iterations at the nominal (unfiltered) minibatch count.
+    """
+
+    def __init__(
+        self,
+        env: EnvFactory,
+        policy: PolicyFactory,
+        seed: int = 0,
+        rollout_steps: int = 128,
+        minibatch_size: int = 65_536,
+        chunk_size: int | None = None,
+        update_epochs: int = 2,
+        gamma: float = 0.999,
+        gae_lambda: float = 0.95,
+        clip_coef: float = 0.2,
+        vf_coef: float = 0.5,
+        ent_coef: float = 0.01,
+        learning_rate: float = 5e-4,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+        max_grad_norm: float = 0.5,
+        advantage_filter: bool = True,
+        filter_threshold: float = 0.01,
+        filter_ema: float = 0.25,
+        store_images: bool = False,
+        max_iterations: int | None = None,
+    ):
+        super().__init__()
+        for name, value in (
+            ("rollout_steps", rollout_steps),
+            ("minibatch_size", minibatch_size),
+            ("update_epochs", update_epochs),
+            ("chunk_size", 1 if chunk_size is None else chunk_size),
+            ("max_iterations", 1 if max_iterations is None else max_iterations),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if not 0 <= gamma <= 1 or not 0 <= gae_lambda <= 1:
+            raise ValueError(f"gamma and gae_lambda must be in [0, 1], got {gamma} and {gae_lambda}")
+        self.save_hyperparameters()  # under LightningCLI: the whole model config, so ckpt_path resumes parse
+        self.automatic_optimization = False
+        self.env_factory, self.policy_factory = env, policy
+        self.filter = AdvantageFilter(filter_threshold, filter_ema)
+        self.register_buffer("iteration", torch.tensor(0, dtype=torch.int64))
+        self.env: EnvBase | None = None
+        self.policy: nn.Module | None = None
+        self.rollout: dict[str, torch.Tensor] | None = None  # the last rollout, read by callbacks
+        self._td: TensorDict | None = None
+        self.rollout_stats: dict[str, dict[str, torch.Tensor]] = {}
+
+    # ---- construction ----------------------------------------------------------------------
+    def setup(self, stage: str) -> None:
+        if self.env is not None:
+            return
+        world_size, rank = self.trainer.world_size, self.trainer.global_rank
+        if self.hparams.minibatch_size % world_size:
+            raise ValueError(
+                f"minibatch_size={self.hparams.minibatch_size} is not divisible by the {world_size} ranks"
+            )
+        kwargs = {}
+        if world_size > 1:
+            global_worlds = getattr(self.env_factory, "keywords", {}).get("num_worlds")
+            if global_worlds is None:
+                raise ValueError("multi-rank runs need env.init_args.num_worlds (global) to split across ranks")
+            if global_worlds % world_size:
+                raise ValueError(f"env num_worlds={global_worlds} is not divisible by the {world_size} ranks")
+            kwargs["num_worlds"] = global_worlds // world_size
+        device = self.trainer.strategy.root_device
+        self.env = self.env_factory(str(device), self.hparams.seed + 1_000_003 * rank, **kwargs)
+        self.env.validate_actions = False  # actions come from a 12-way categorical
+        self.policy = self.policy_factory(self.env.observation_spec, int(self.env.action_spec.n))
+        # conv weights channels_last: the views arrive NHWC (the env layout), so no transposes
+        self.policy = self.policy.to(memory_format=torch.channels_last)
+        if hasattr(self.policy, "summary"):
+            rank_zero_info(self.policy.summary())
+        self.minibatch_local = self.hparams.minibatch_size // world_size
+        self.chunk_local = min(self.hparams.chunk_size or self.minibatch_local, self.minibatch_local)
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(_Iterations(), batch_size=None, num_workers=0)
+
+    def total_iterations(self) -> int:
+        if self.hparams.max_iterations is not None:
+            return self.hparams.max_iterations
+        max_steps = self.trainer.max_steps
+        if max_steps is None or max_steps < 1:
+            raise ValueError("set model.max_iterations or trainer.max_steps: the cosine schedule needs a length")
+        nominal = self.hparams.rollout_steps * self.env.num_slots * self.trainer.world_size
+        minibatches = max(1, math.ceil(nominal / self.hparams.minibatch_size))
+        return max(1, max_steps // (self.hparams.update_epochs * minibatches))
+
+    def configure_optimizers(self):
+        h = self.hparams
+        optimizer = torch.optim.AdamW(
+            self.policy.parameters(), lr=h.learning_rate, betas=tuple(h.betas), eps=h.eps, weight_decay=h.weight_decay
+        )
+        total = self.total_iterations()
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda it: 0.5 * (1.0 + math.cos(math.pi * min(it, total) / total))
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    def on_train_start(self) -> None:
+        # After a checkpoint restore: a fresh seed per iteration so a resumed run does not
+        # replay the episodes it already trained on.
+        seed = self.hparams.seed + 1_000_003 * self.trainer.global_rank + int(self.iteration)
+        self.env.set_seed(seed)
+        self._td = self.env.reset()
+
+    # ---- the PPO iteration -------------------------------------------------------------------
+    @torch.no_grad()
+    def collect_rollout(self, clock: PhaseClock) -> dict[str, torch.Tensor]:
+        """Step the env ``rollout_steps`` times; returns the rollout as tensors.
+
+        Keys: ``agent_box`` (T, S, 8) and ``light_state`` (T, L) (the snapshot history);
+        ``ego``, ``conditioning``, ``goals`` (T, S, ...); ``pixels`` (T, S, C, H, W, 3) only with
+        ``store_images``; ``action``, ``logprob``, ``value``, ``reward``, ``next_value`` (T, S);
+        ``valid``, ``terminated``, ``truncated``, ``next_valid`` (T, S) bool.
+        """
+        env, T, S = self.env, self.hparams.rollout_steps, self.env.num_slots
+        spec = env.observation_spec
+        dev = env.device
+        box, light = env.snapshot()
+        fields = {
+            "agent_box": torch.empty(T, *box.shape, dtype=box.dtype, device=dev),
+            "light_state": torch.empty(T, *light.shape, dtype=light.dtype, device=dev),
+            "action": torch.empty(T, S, dtype=torch.int64, device=dev),
+        }
+        for key in OBS_VECTOR_KEYS:
+            fields[key] = torch.empty(T, *spec["observation", key].shape, device=dev)
+        if self.hparams.store_images:
+            fields["pixels"] = torch.empty(T, *spec["observation", "pixels"].shape, dtype=torch.uint8, device=dev)
+        for key in ("logprob", "value", "reward", "next_value"):
+            fields[key] = torch.empty(T, S, device=dev)
+        for key in ("valid", "terminated", "truncated", "next_valid"):
+            fields[key] = torch.empty(T, S, dtype=torch.bool, device=dev)
+        buf = fields
+        reward_terms: dict[str, torch.Tensor] = {}
+        events: dict[str, torch.Tensor] = {}
+
+        td = self._td
+        for t in range(T):
+            clock.start("rollout_policy")
+            box, light = env.snapshot()  # what this step's pixels were rendered from
+            buf["agent_box"][t], buf["light_state"][t] = box, light
+            obs = td["observation"]
+            for key in OBS_VECTOR_KEYS:
+                buf[key][t] = obs[key]
+            if self.hparams.store_images:
+                buf["pixels"][t] = obs["pixels"]
+            logits, value = self.policy(obs)
+            action, logprob = sample_action(logits)
+            buf["action"][t], buf["logprob"][t], buf["value"][t] = action, logprob, value.float()
+            buf["valid"][t] = td["valid"]
+            clock.stop("rollout_policy")
+
+            clock.start("rollout_env")
+            td.set("action", action)
+            td = env.step(td)
+            nxt = td["next"]
+            valid = buf["valid"][t].unsqueeze(-1)
+            buf["reward"][t] = nxt["reward"].squeeze(-1)
+            buf["terminated"][t] = nxt["terminated"].squeeze(-1)
+            buf["truncated"][t] = nxt["truncated"].squeeze(-1)
+            buf["next_valid"][t] = nxt["valid"]
+            for term, r in nxt["info", "reward"].items():
+                reward_terms[term] = reward_terms.get(term, 0) + (r * valid).sum()
+            for name, e in nxt["info", "event"].items():
+                events[name] = events.get(name, 0) + (e & valid).sum()
+            td = nxt.select("observation", "valid", "world_id")
+            clock.stop("rollout_env")
+
+        clock.start("rollout_policy")
+        # V(o_{t+1}) for every step: the next step's value, and the final observation's.
+        final_value = self.policy(td["observation"])[1].float()
+        buf["next_value"][:-1] = buf["value"][1:]
+        buf["next_value"][-1] = final_value
+        clock.stop("rollout_policy")
+        self._td = td
+        self.rollout_stats = {"reward": reward_terms, "event": events}  # sums over valid agent-steps
+        return buf
+
+    def advantages(self, buf: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """GAE + advantage filter -> (advantage (T, S), returns (T, S), keep (T, S) bool)."""
+        h = self.hparams
+        advantage, returns = generalized_advantage(
+            buf["reward"], buf["value"], buf["next_value"], buf["terminated"], buf["truncated"],
+            buf["next_valid"], h.gamma, h.gae_lambda,
+        )
+        valid = buf["valid"]
+        if not h.advantage_filter:
+            return advantage, returns, valid
+        max_abs = torch.where(valid, advantage.abs(), torch.zeros_like(advantage)).max()
+        trainer = self._trainer  # None when used outside a Trainer (tests, notebooks)
+        if trainer is not None and trainer.world_size > 1:
+            max_abs = trainer.strategy.reduce(max_abs.clone(), reduce_op=torch.distributed.ReduceOp.MAX)
+        return advantage, returns, self.filter(advantage, valid, max_abs)
+
+    def minibatch_observation(self, buf: dict[str, torch.Tensor], steps: torch.Tensor, slots: torch.Tensor) -> TensorDict:
+        """The observations of (step, slot) pairs, pixels re-rendered from the snapshot history."""
+        if self.hparams.store_images:
+            pixels = buf["pixels"][steps, slots]
+        else:
+            pixels = self.env.render_history(buf["agent_box"], buf["light_state"], steps, slots)
+        obs = {key: buf[key][steps, slots] for key in OBS_VECTOR_KEYS}
+        return TensorDict({"pixels": pixels, **obs}, batch_size=[steps.shape[0]])
+
+    def training_step(self, batch, batch_idx: int):
+        h = self.hparams
+        optimizer = self.optimizers()
+        scheduler = self.lr_schedulers()
+        clock = PhaseClock(self.device)
+        wall = time.perf_counter()
+
+        # 1. rollout (no gradients, no host sync)
+        self.rollout = None  # free the previous rollout before allocating the next
+        self.policy.eval()
+        buf = self.collect_rollout(clock)
+        self.policy.train()
+        self.rollout = buf
+
+        # 2-3. advantages, filter
+        advantage, returns, keep = self.advantages(buf)
+        T, S = keep.shape
+        kept = keep.reshape(-1).nonzero().squeeze(-1)  # one host sync per iteration
+        count = torch.tensor(kept.numel(), device=self.device)
+        if self.trainer.world_size > 1:
+            count = self.trainer.strategy.reduce(count, reduce_op=torch.distributed.ReduceOp.MAX)
+        num_minibatches = max(1, math.ceil(int(count) / self.minibatch_local))
+
+        # 4. update epochs over shuffled minibatches; each re-renders its pixels
+        flat_adv, flat_ret = advantage.reshape(-1), returns.reshape(-1)
+        flat_act, flat_logp = buf["action"].reshape(-1), buf["logprob"].reshape(-1)
+        sums: dict[str, torch.Tensor] = {}
+        for _epoch in range(h.update_epochs):
+            order = kept[torch.randperm(kept.numel(), device=kept.device)]
+            for mb in torch.tensor_split(order, num_minibatches):
+                if mb.numel() == 0:  # only when nothing survived on this rank (tiny runs)
+                    continue
+                mb_adv = normalize_advantage(flat_adv[mb])
+                optimizer.zero_grad(set_to_none=True)
+                for piece in torch.split(torch.arange(mb.numel(), device=mb.device), self.chunk_local):
+                    idx = mb[piece]
+                    clock.start("update_render")
+                    obs = self.minibatch_observation(buf, idx // S, idx % S)
+                    clock.stop("update_render")
+                    clock.start("update_optim")
+                    logits, value = self.policy(obs)
+                    losses = ppo_loss(
+                        logits, value, flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx],
+                        torch.ones_like(idx, dtype=torch.bool), h.clip_coef, h.vf_coef, h.ent_coef,
+                    )
+                    # pieces are weighted by size so the accumulated gradient is the minibatch mean
+                    self.manual_backward(losses["total"] * (idx.numel() / max(mb.numel(), 1)))
+                    for k, v in losses.items():
+                        sums[k] = sums.get(k, 0) + v.detach() * idx.numel()
+                    clock.stop("update_optim")
+                clock.start("update_optim")
+                self.clip_gradients(optimizer, gradient_clip_val=h.max_grad_norm, gradient_clip_algorithm="norm")
+                optimizer.step()
+                clock.stop("update_optim")
+        learning_rate = optimizer.param_groups[0]["lr"]  # the rate this iteration trained with
+        scheduler.step()
+        self.iteration += 1
+
+        # 5. logging (one sync)
+        self.log_iteration(buf, advantage, returns, keep, sums, clock, time.perf_counter() - wall, learning_rate)
+        if h.max_iterations is not None and int(self.iteration) >= h.max_iterations:
+            self.trainer.should_stop = True
+
+    def log_iteration(
+        self, buf, advantage, returns, keep, sums, clock: PhaseClock, wall_s: float, learning_rate: float
+    ) -> None:
+        h = self.hparams
+        valid = buf["valid"]
+        steps = valid.sum().clamp(min=1).float()
+        processed = max(float(keep.sum()) * h.update_epochs, 1.0)
+        metrics = {f"train/loss/{k}": v / processed for k, v in sums.items() if k not in ("approx_kl", "clip_fraction")}
+        metrics["train/approx_kl"] = sums.get("approx_kl", torch.tensor(0.0)) / processed
+        metrics["train/clip_fraction"] = sums.get("clip_fraction", torch.tensor(0.0)) / processed
+        value = buf["value"][valid]
+        ret = returns[valid]
+        var_ret = ret.var() if ret.numel() > 1 else torch.tensor(0.0, device=ret.device)
+        metrics["train/explained_variance"] = (
+            1 - (ret - value).var() / var_ret if ret.numel() > 1 else torch.tensor(0.0)
+        )
+        metrics["train/advantage_filter/kept_fraction"] = keep.sum() / steps
+        metrics["train/advantage_filter/max_abs_ema"] = self.filter.max_abs_ema.clone()
+        metrics["train/reward/total"] = (buf["reward"] * valid).sum() / steps
+        for term, total in self.rollout_stats["reward"].items():
+            metrics[f"train/reward/{term}"] = total / steps
+        for name, total in self.rollout_stats["event"].items():
+            metrics[f"train/event/{name}_per_agent_step"] = total / steps
+        metrics["train/terminated_per_agent_step"] = (buf["terminated"] & valid).sum() / steps
+        metrics["train/truncated_per_agent_step"] = (buf["truncated"] & valid).sum() / steps
+        metrics["train/valid_fraction"] = valid.float().mean()
+        metrics["train/learning_rate"] = torch.tensor(learning_rate)
+        metrics["train/iteration"] = self.iteration.float()
+        # Throughput counts agent-steps of valid (active) agents only, summed over ranks.
+        seconds = clock.seconds()
+        agent_steps = float(steps) * self.trainer.world_size
+        metrics["perf/agent_steps_per_s"] = torch.tensor(agent_steps / max(wall_s, 1e-9))
+        for phase, s in seconds.items():
+            metrics[f"perf/seconds/{phase}"] = torch.tensor(s)
+            metrics[f"perf/agent_steps_per_s/{phase}"] = torch.tensor(agent_steps / max(s, 1e-9))
+        metrics = {k: torch.as_tensor(v, dtype=torch.float32).detach().to(self.device) for k, v in metrics.items()}
+        self.log_dict(metrics, on_step=True, on_epoch=False, sync_dist=False)
+        self.log("agent_steps_per_s", metrics["perf/agent_steps_per_s"], prog_bar=True, logger=False)
+        self.log("iteration", metrics["train/iteration"], prog_bar=True, logger=False)

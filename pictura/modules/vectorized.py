@@ -1,0 +1,182 @@
+"""The vectorized actor-critic (paper Table 4), privileged or blind by its observation only.
+
+    partners (B, 16, 7) + partners_aux (B, 16, 1) -> SetEncoder -> (B, 64)
+    lanes (B, 80, 6)                              -> SetEncoder -> (B, 64)
+    boundaries (B, 80, 6)                         -> SetEncoder -> (B, 64)
+    traffic (B, 10, 8)                            -> SetEncoder -> (B, 64)
+    ego (B, 7) + ego_aux (B, 2)                   -> GroupMLP   -> (B, 64)
+    conditioning (B, D_c) + goals (B, 3, 2)       -> GroupMLP   -> (B, 64)
+    concat (B, 6 x 64 = 384) -> trunk: 4 x Linear(512) + GELU -> actor (12), critic (1)
+
+A `SetEncoder` runs the 2-layer group MLP on every member and max-pools over the members its
+mask keeps, so padded rows never reach the output. The privileged and blind agents share this
+network: the blind observation carries zeros in the aux slots (partner speed, ego aux).
+Every width comes from the env's observation spec (`pictura.envs.observations`).
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+from pictura.modules.alberti import _spec_shape
+from pictura.modules.encoders import GroupMLP, _check_positive
+
+SET_KEYS = ("partners", "lanes", "boundaries", "traffic")
+"""Entity sets, each with ``<name>_mask``; the partner set also reads ``partners_aux``."""
+OBSERVATION_KEYS = (
+    "ego", "ego_aux", "conditioning", "goals",
+    "partners", "partners_aux", "partners_mask",
+    "lanes", "lanes_mask", "boundaries", "boundaries_mask", "traffic", "traffic_mask",
+)  # fmt: skip
+"""The ``("observation", key)`` entries `VectorizedPolicy.forward` reads, in `forward_tensors` order."""
+
+
+def masked_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Max over dim 1 of (B, K, D) ``x`` among members where ``mask`` (B, K) is True; 0 for an
+    empty set. Masked members get no value and no gradient."""
+    if x.shape[1] == 0:
+        return x.new_zeros(x.shape[0], x.shape[2])
+    mask = mask.bool().unsqueeze(-1)  # a rollout buffer may hand masks back as 0/1 floats
+    pooled = torch.where(mask, x, torch.full_like(x, float("-inf"))).amax(dim=1)
+    return torch.where(mask.any(dim=1), pooled, torch.zeros_like(pooled))
+
+
+class SetEncoder(nn.Module):
+    """(B, K, in_width) members + (B, K) bool mask -> (B, out_width): per-member `GroupMLP`,
+    masked max-pool (Table 4 "per-group encoder")."""
+
+    def __init__(self, in_width: int, out_width: int = 64):
+        super().__init__()
+        self.mlp = GroupMLP(in_width, out_width)
+        self.in_width, self.out_width = in_width, out_width
+
+    def forward(self, members: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return masked_max(self.mlp(members), mask)
+
+
+def _set_shape(observation_spec, key: str) -> tuple[int, int]:
+    shape = _spec_shape(observation_spec, key)
+    mask = _spec_shape(observation_spec, f"{key}_mask")
+    if len(shape) != 2 or mask != shape[:1]:
+        raise ValueError(
+            f"('observation', {key!r}) must be (K, F) with a (K,) {key}_mask per sample, got {shape} and {mask}"
+        )
+    return shape
+
+
+class VectorizedPolicy(nn.Module):
+    """Vectorized actor-critic. ``forward(observation) -> (logits (B, A), value (B,))``.
+
+    Args:
+        observation_spec: the env's `observation_spec` with the vectorized entries
+            (`pictura.envs.observations.VectorizedObservation.spec`) plus ``ego``,
+            ``conditioning`` and ``goals``; every input width comes from it.
+        num_actions: actor logits (the env's ``action_spec.n``, 12).
+        group_width: width of each of the six group embeddings (64).
+        backbone_width: expected trunk input; None = ``6 * group_width`` (384). Given, it must
+            equal ``6 * group_width`` (a check that the trunk is the one of Table 4).
+        trunk_width, trunk_layers: backbone MLP (4 x 512, GELU), the same as `AlbertiPolicy`.
+    """
+
+    def __init__(
+        self,
+        observation_spec,
+        num_actions: int = 12,
+        group_width: int = 64,
+        backbone_width: int | None = None,
+        trunk_width: int = 512,
+        trunk_layers: int = 4,
+    ):
+        super().__init__()
+        _check_positive(num_actions=num_actions, group_width=group_width, trunk_width=trunk_width, trunk_layers=trunk_layers)
+        groups = len(SET_KEYS) + 2
+        if backbone_width is not None and backbone_width != groups * group_width:
+            raise ValueError(
+                f"backbone_width={backbone_width} does not match the trunk input {groups} x group_width={group_width}"
+                f" = {groups * group_width}"
+            )
+        ego = _spec_shape(observation_spec, "ego")
+        ego_aux = _spec_shape(observation_spec, "ego_aux")
+        conditioning = _spec_shape(observation_spec, "conditioning")
+        goals = _spec_shape(observation_spec, "goals")
+        if len(ego) != 1 or len(ego_aux) != 1 or len(conditioning) != 1:
+            raise ValueError(f"ego, ego_aux and conditioning must be flat vectors, got {ego}, {ego_aux}, {conditioning}")
+        widths = {key: _set_shape(observation_spec, key) for key in SET_KEYS}
+        aux = _spec_shape(observation_spec, "partners_aux")
+        if len(aux) != 2 or aux[0] != widths["partners"][0]:
+            raise ValueError(f"('observation', 'partners_aux') must be ({widths['partners'][0]}, F), got {aux}")
+        self.set_sizes = {key: k for key, (k, _) in widths.items()}
+        self.partners = SetEncoder(widths["partners"][1] + aux[1], group_width)
+        self.lanes = SetEncoder(widths["lanes"][1], group_width)
+        self.boundaries = SetEncoder(widths["boundaries"][1], group_width)
+        self.traffic = SetEncoder(widths["traffic"][1], group_width)
+        self.ego = GroupMLP(ego[0] + ego_aux[0], group_width)
+        goal_width = 1
+        for s in goals:
+            goal_width *= s
+        self.conditioning = GroupMLP(conditioning[0] + goal_width, group_width)
+        self.backbone_width = groups * group_width
+        # The trunk of AlbertiPolicy (not factored out of alberti.py): same layers, same init.
+        layers: list[nn.Module] = []
+        width_in = self.backbone_width
+        for _ in range(trunk_layers):
+            layers += [nn.Linear(width_in, trunk_width), nn.GELU()]
+            width_in = trunk_width
+        self.trunk = nn.Sequential(*layers)
+        self.actor = nn.Linear(trunk_width, num_actions)
+        self.critic = nn.Linear(trunk_width, 1)
+        nn.init.orthogonal_(self.actor.weight, 0.01)
+        nn.init.zeros_(self.actor.bias)
+        nn.init.orthogonal_(self.critic.weight, 1.0)
+        nn.init.zeros_(self.critic.bias)
+        self.num_actions = num_actions
+
+    def forward_tensors(
+        self,
+        ego: torch.Tensor,
+        ego_aux: torch.Tensor,
+        conditioning: torch.Tensor,
+        goals: torch.Tensor,
+        partners: torch.Tensor,
+        partners_aux: torch.Tensor,
+        partners_mask: torch.Tensor,
+        lanes: torch.Tensor,
+        lanes_mask: torch.Tensor,
+        boundaries: torch.Tensor,
+        boundaries_mask: torch.Tensor,
+        traffic: torch.Tensor,
+        traffic_mask: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tensors in `OBSERVATION_KEYS` order (shapes in the module docstring)
+        -> logits (B, num_actions), value (B,)."""
+        B = ego.shape[0]
+        features = torch.cat(
+            [
+                self.partners(torch.cat([partners, partners_aux], dim=-1), partners_mask),
+                self.lanes(lanes, lanes_mask),
+                self.boundaries(boundaries, boundaries_mask),
+                self.traffic(traffic, traffic_mask),
+                self.ego(torch.cat([ego, ego_aux], dim=-1)),
+                self.conditioning(torch.cat([conditioning, goals.reshape(B, -1)], dim=1)),
+            ],
+            dim=1,
+        )
+        hidden = self.trunk(features)
+        return self.actor(hidden), self.critic(hidden).squeeze(-1)
+
+    def forward(self, observation: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+        """``observation``: the env's TensorDict (with an "observation" entry) or that entry."""
+        if "observation" in observation.keys():
+            observation = observation.get("observation")
+        return self.forward_tensors(*(observation.get(k) for k in OBSERVATION_KEYS))
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Parameters per top-level part (the four set encoders, ego, conditioning, trunk, heads)."""
+        return {name: sum(p.numel() for p in child.parameters()) for name, child in self.named_children()}
+
+    def summary(self) -> str:
+        counts = self.parameter_counts()
+        lines = [f"  {name:<13}{n:>12,}" for name, n in counts.items()]
+        return "\n".join(["VectorizedPolicy parameters:", *lines, f"  {'total':<13}{sum(counts.values()):>12,}"])

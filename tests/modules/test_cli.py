@@ -1,0 +1,165 @@
+"""The LightningCLI entry point end to end on CPU, with the FakeDrivingEnv."""
+
+import glob
+import os
+
+import pytest
+import torch
+import yaml
+
+from pictura.modules.cli import run_lightning_cli
+
+TINY = """
+seed_everything: 0
+trainer:
+  accelerator: cpu
+  devices: 1
+  max_epochs: -1
+  log_every_n_steps: 1
+  enable_model_summary: false
+  enable_progress_bar: false
+  logger:
+    class_path: lightning.pytorch.loggers.TensorBoardLogger
+    init_args: {{save_dir: {root}, name: tiny, version: v0}}
+  callbacks:
+    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
+      init_args: {{save_last: true}}
+    - class_path: pictura.callbacks.CameraVideo
+      init_args:
+        every_n_iterations: 0
+        max_frames: ${{.....model.init_args.rollout_steps}}
+        scale: 2
+model:
+  class_path: pictura.modules.PPO
+  init_args:
+    env:
+      class_path: tests.modules.fake_env.FakeDrivingEnv
+      init_args:
+        num_worlds: 2
+        slots_per_world: 4
+        agents_per_world: [2, 4]
+        episode_length: 6
+        rig:
+          class_path: tests.modules.fake_env.FakeRig
+          init_args: {{width: 32, height: 18}}
+    policy:
+      class_path: pictura.modules.AlbertiPolicy
+      init_args:
+        group_width: 8
+        trunk_width: 32
+        trunk_layers: 2
+        conv_channels: [8, 8, 8, 16, 16]
+        queries_per_camera: 2
+        attention_heads: 2
+        camera_width: 8
+    seed: ${{...seed_everything}}
+    rollout_steps: 6
+    minibatch_size: 24
+    chunk_size: 16
+    max_iterations: 1
+"""
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    config = root / "tiny.yaml"
+    config.write_text(TINY.format(root=root))
+    cli = run_lightning_cli(["fit", "-c", str(config)])
+    return root, config, cli
+
+
+def test_fit_writes_events_checkpoint_and_gif(first_run):
+    root, _, cli = first_run
+    log_dir = root / "tiny" / "v0"
+    assert glob.glob(str(log_dir / "events.out.tfevents.*"))
+    assert (log_dir / "checkpoints" / "last.ckpt").exists()
+    gifs = sorted(glob.glob(str(log_dir / "videos" / "iter_*.gif")))
+    assert gifs and os.path.basename(gifs[-1]) == "iter_0001.gif"
+    assert int(cli.model.iteration) == 1
+    assert cli.trainer.global_step >= 2  # 2 epochs x >= 1 minibatch, one optimizer step each
+    # the event file holds the PPO scalars
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(log_dir))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    for tag in ("train/loss/policy", "train/loss/value", "train/loss/entropy", "train/loss/total",
+                "train/approx_kl", "train/clip_fraction", "train/explained_variance",
+                "train/advantage_filter/kept_fraction", "train/reward/goal", "train/learning_rate",
+                "perf/agent_steps_per_s"):
+        assert tag in tags, tag
+    assert "camera/mosaic" in acc.Tags()["images"]
+
+
+def test_resume_from_checkpoint_continues(first_run):
+    root, config, cli = first_run
+    ckpt = root / "tiny" / "v0" / "checkpoints" / "last.ckpt"
+    saved = torch.load(ckpt, map_location="cpu", weights_only=False)
+    assert saved["state_dict"]["iteration"] == 1
+    assert float(saved["state_dict"]["filter.max_abs_ema"]) > 0
+    assert saved["optimizer_states"] and saved["lr_schedulers"]
+    step_before = saved["global_step"]
+    resumed = run_lightning_cli([
+        "fit", "-c", str(config), "--model.init_args.max_iterations=2",
+        "--trainer.logger.init_args.version=v1", f"--ckpt_path={ckpt}",
+    ])
+    assert int(resumed.model.iteration) == 2
+    assert resumed.trainer.global_step > step_before
+    assert resumed.model.lr_schedulers().last_epoch == 2
+    # cosine over 2 iterations: after both, the learning rate reached 0
+    assert resumed.model.optimizers().param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_print_config_round_trips(tmp_path, capsys, first_run):
+    _, config, _ = first_run
+    with pytest.raises(SystemExit):
+        run_lightning_cli(["fit", "-c", str(config), "--print_config"])
+    printed = capsys.readouterr().out
+    assert "max_frames: 6" in printed  # interpolation resolved after merging
+    again = tmp_path / "printed.yaml"
+    again.write_text(printed)
+    with pytest.raises(SystemExit):
+        run_lightning_cli(["fit", "-c", str(again), "--print_config"])
+    assert yaml.safe_load(capsys.readouterr().out) == yaml.safe_load(printed)
+
+
+def test_wrong_key_names_the_key(capsys, first_run):
+    _, config, _ = first_run
+    with pytest.raises(SystemExit):
+        run_lightning_cli(["fit", "-c", str(config), "--model.init_args.rollout_stepz=3"])
+    assert "rollout_stepz" in capsys.readouterr().err
+
+
+def test_repository_configs_parse_and_interpolate(capsys):
+    """configs/alberti.yaml and the cpu.yaml overlay parse (no env is built by --print_config)."""
+    pytest.importorskip("pictura.envs")
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "configs")
+    alberti, cpu = os.path.join(root, "alberti.yaml"), os.path.join(root, "cpu.yaml")
+    with pytest.raises(SystemExit):
+        run_lightning_cli(["fit", "-c", alberti, "--print_config"])
+    full = yaml.safe_load(capsys.readouterr().out)
+    ppo = full["model"]["init_args"]
+    env = ppo["env"]["init_args"]
+    assert env["num_worlds"] * env["slots_per_world"] == 20_480 and env["agents_per_world"] == [1, 120]
+    assert (ppo["rollout_steps"], ppo["minibatch_size"], ppo["update_epochs"]) == (128, 65_536, 2)
+    assert (ppo["gamma"], ppo["gae_lambda"], ppo["clip_coef"]) == (0.999, 0.95, 0.2)
+    assert full["trainer"]["callbacks"][1]["init_args"]["max_frames"] == 128
+    with pytest.raises(SystemExit):
+        run_lightning_cli(["fit", "-c", alberti, "-c", cpu, "--print_config"])
+    small = yaml.safe_load(capsys.readouterr().out)
+    assert small["trainer"]["accelerator"] == "cpu"
+    assert small["trainer"]["callbacks"][1]["init_args"]["max_frames"] == 32  # follows the overlay
+    assert small["model"]["init_args"]["chunk_size"] == small["model"]["init_args"]["minibatch_size"] == 256
+    assert small["model"]["init_args"]["env"]["init_args"]["rig"]["init_args"]["width"] == 48
+
+
+def test_trainer_max_steps_counts_gradient_steps(first_run):
+    root, config, _ = first_run
+    cli = run_lightning_cli([
+        "fit", "-c", str(config), "--model.init_args.max_iterations=null", "--trainer.max_steps=3",
+        "--trainer.logger.init_args.version=v2",
+    ])
+    # the run stops at the end of the PPO iteration whose optimizer steps reach max_steps
+    per_iteration = cli.trainer.global_step / int(cli.model.iteration)
+    assert cli.trainer.global_step >= 3 and cli.trainer.global_step - per_iteration < 3
