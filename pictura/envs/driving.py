@@ -20,6 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 
+from pictura.envs.observations import VectorizedObservationConfig
 from pictura.maps import load_road_map
 from pictura.render import CameraRig, Renderer
 from pictura.sim import (
@@ -58,6 +59,10 @@ class DrivingEnv(EnvBase):
         rig: camera rig (default: the paper's four-camera rig at 96x54).
         sim: simulator settings (`pictura.sim.SimConfig`); its ``agents_per_world`` is replaced
             by the argument above so there is one place to set it.
+        observation: None for the perspective observation (camera pixels + ego state, the
+            paper's Alberti), or a `VectorizedObservationConfig` for the entity-set observation
+            (the paper's Vectorized / Vectorized-blind). A vectorized env renders nothing per
+            step; `render_history` still draws its views (videos, probes).
         validate_actions: check every action is in 0..11 on the host (one sync per step). The
             PPO loop turns it off: its actions come from a 12-way categorical.
         share_pixel_buffer: return the internal pixel buffer instead of a copy. Cheap, but the
@@ -74,6 +79,7 @@ class DrivingEnv(EnvBase):
         agents_per_world: tuple[int, int] = (8, 16),
         rig: CameraRig | None = None,
         sim: SimConfig | None = None,
+        observation: VectorizedObservationConfig | None = None,
         validate_actions: bool = True,
         share_pixel_buffer: bool = False,
     ) -> None:
@@ -112,6 +118,9 @@ class DrivingEnv(EnvBase):
             self._states = [self.model.state(), self.model.state()]
             self._control = self.model.control()
             self.renderer = Renderer(self.road_maps, self.layout, self.rig, device=self._wp_device)
+            self.vectorized = (
+                None if observation is None else observation.build(self.road_maps, self.layout, self._wp_device)
+            )
         self._action = wp.to_torch(self._control.action)
         self._world_id = torch.as_tensor(self.layout.slot_world, dtype=torch.int64, device=self.device)
         # One request per slot, all from "step 0" of a one-step history: acting renders the
@@ -136,6 +145,11 @@ class DrivingEnv(EnvBase):
         return self.rig.num_cameras
 
     @property
+    def renders_pixels(self) -> bool:
+        """Whether observations carry camera pixels (perspective) or entity sets (vectorized)."""
+        return self.vectorized is None
+
+    @property
     def state(self):
         """The current simulator `State` (Warp arrays)."""
         return self._states[0]
@@ -150,15 +164,19 @@ class DrivingEnv(EnvBase):
     def _make_specs(self) -> None:
         S, dev = self.num_slots, self.device
         C, H, W = self.num_cameras, self.rig.height, self.rig.width
+        observation = Composite(
+            ego=Unbounded(shape=(S, EGO_WIDTH), dtype=torch.float32, device=dev),
+            conditioning=Unbounded(shape=(S, CONDITIONING_WIDTH), dtype=torch.float32, device=dev),
+            goals=Unbounded(shape=(S, 3, 2), dtype=torch.float32, device=dev),
+            shape=(S,),
+            device=dev,
+        )
+        if self.renders_pixels:
+            observation["pixels"] = Bounded(0, 255, shape=(S, C, H, W, 3), dtype=torch.uint8, device=dev)
+        else:
+            observation.update(self.vectorized.spec(S, dev))
         self.observation_spec = Composite(
-            observation=Composite(
-                pixels=Bounded(0, 255, shape=(S, C, H, W, 3), dtype=torch.uint8, device=dev),
-                ego=Unbounded(shape=(S, EGO_WIDTH), dtype=torch.float32, device=dev),
-                conditioning=Unbounded(shape=(S, CONDITIONING_WIDTH), dtype=torch.float32, device=dev),
-                goals=Unbounded(shape=(S, 3, 2), dtype=torch.float32, device=dev),
-                shape=(S,),
-                device=dev,
-            ),
+            observation=observation,
             valid=Categorical(2, shape=(S,), dtype=torch.bool, device=dev),
             world_id=Unbounded(shape=(S,), dtype=torch.int64, device=dev),
             info=Composite(
@@ -207,6 +225,8 @@ class DrivingEnv(EnvBase):
             )
 
     def _render_current(self) -> None:
+        if not self.renders_pixels:
+            return
         st = self.state
         self._render(
             wp.to_torch(st.agent_box).unsqueeze(0),
@@ -258,18 +278,24 @@ class DrivingEnv(EnvBase):
     # ---- TorchRL plumbing ----------------------------------------------------------------
     def _observation(self) -> TensorDict:
         st, S = self.state, self.num_slots
-        pixels = self._pixels if self.share_pixel_buffer else self._pixels.clone()
+        observation = {
+            "ego": wp.to_torch(st.obs_ego).clone(),
+            "conditioning": wp.to_torch(st.obs_conditioning).clone(),
+            "goals": wp.to_torch(st.obs_goals).reshape(S, 3, 2).clone(),
+        }
+        if self.renders_pixels:
+            observation["pixels"] = self._pixels if self.share_pixel_buffer else self._pixels.clone()
+        else:
+            with self._warp_scope():
+                observation.update(
+                    self.vectorized.build(
+                        wp.to_torch(st.agent_box), wp.to_torch(st.light_state), wp.to_torch(st.speed)
+                    )
+                )
+            observation["ego_aux"] = self.vectorized.ego_aux(wp.to_torch(st.obs_ego_aux))
         return TensorDict(
             {
-                "observation": TensorDict(
-                    {
-                        "pixels": pixels,
-                        "ego": wp.to_torch(st.obs_ego).clone(),
-                        "conditioning": wp.to_torch(st.obs_conditioning).clone(),
-                        "goals": wp.to_torch(st.obs_goals).reshape(S, 3, 2).clone(),
-                    },
-                    batch_size=[S],
-                ),
+                "observation": TensorDict(observation, batch_size=[S]),
                 "valid": wp.to_torch(st.active).bool(),
                 "world_id": self._world_id.clone(),
             },

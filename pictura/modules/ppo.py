@@ -43,7 +43,6 @@ without ``device`` and ``seed`` (PPO fills them in `setup`)."""
 PolicyFactory = Callable[[Composite, int], nn.Module]
 """``policy(observation_spec, num_actions) -> nn.Module`` with ``forward(td) -> (logits, value)``."""
 
-OBS_VECTOR_KEYS = ("ego", "conditioning", "goals")
 
 
 def ppo_loss(
@@ -285,6 +284,16 @@ class PPO(LightningModule):
         self.env.set_seed(seed)
         self._td = self.env.reset()
 
+    @property
+    def observes_pixels(self) -> bool:
+        """Whether the env's observation carries camera pixels (re-rendered per minibatch)."""
+        return "pixels" in self.env.observation_spec["observation"].keys()
+
+    @property
+    def vector_keys(self) -> list[str]:
+        """Observation entries stored per rollout step: everything but the pixels."""
+        return [k for k in self.env.observation_spec["observation"].keys() if k != "pixels"]
+
     # ---- the PPO iteration -------------------------------------------------------------------
     @torch.no_grad()
     def collect_rollout(self, clock: PhaseClock) -> dict[str, torch.Tensor]:
@@ -304,9 +313,10 @@ class PPO(LightningModule):
             "light_state": torch.empty(T, *light.shape, dtype=light.dtype, device=dev),
             "action": torch.empty(T, S, dtype=torch.int64, device=dev),
         }
-        for key in OBS_VECTOR_KEYS:
-            fields[key] = torch.empty(T, *spec["observation", key].shape, device=dev)
-        if self.hparams.store_images:
+        for key in self.vector_keys:
+            leaf = spec["observation", key]
+            fields[key] = torch.empty(T, *leaf.shape, dtype=leaf.dtype, device=dev)
+        if self.hparams.store_images and self.observes_pixels:
             fields["pixels"] = torch.empty(T, *spec["observation", "pixels"].shape, dtype=torch.uint8, device=dev)
         for key in ("logprob", "value", "reward", "next_value"):
             fields[key] = torch.empty(T, S, device=dev)
@@ -322,9 +332,9 @@ class PPO(LightningModule):
             box, light = env.snapshot()  # what this step's pixels were rendered from
             buf["agent_box"][t], buf["light_state"][t] = box, light
             obs = td["observation"]
-            for key in OBS_VECTOR_KEYS:
+            for key in self.vector_keys:
                 buf[key][t] = obs[key]
-            if self.hparams.store_images:
+            if "pixels" in fields:
                 buf["pixels"][t] = obs["pixels"]
             logits, value = self.policy(obs)
             action, logprob = sample_action(logits)
@@ -376,12 +386,12 @@ class PPO(LightningModule):
 
     def minibatch_observation(self, buf: dict[str, torch.Tensor], steps: torch.Tensor, slots: torch.Tensor) -> TensorDict:
         """The observations of (step, slot) pairs, pixels re-rendered from the snapshot history."""
-        if self.hparams.store_images:
-            pixels = buf["pixels"][steps, slots]
-        else:
-            pixels = self.env.render_history(buf["agent_box"], buf["light_state"], steps, slots)
-        obs = {key: buf[key][steps, slots] for key in OBS_VECTOR_KEYS}
-        return TensorDict({"pixels": pixels, **obs}, batch_size=[steps.shape[0]])
+        obs = {key: buf[key][steps, slots] for key in self.vector_keys}
+        if "pixels" in buf:
+            obs["pixels"] = buf["pixels"][steps, slots]
+        elif self.observes_pixels:
+            obs["pixels"] = self.env.render_history(buf["agent_box"], buf["light_state"], steps, slots)
+        return TensorDict(obs, batch_size=[steps.shape[0]])
 
     def training_step(self, batch, batch_idx: int):
         h = self.hparams
