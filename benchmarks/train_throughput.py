@@ -1,0 +1,165 @@
+"""Throughput of the three stages of training: env step alone, render alone, a full PPO iteration.
+
+    python benchmarks/train_throughput.py --device cuda                       # configs/alberti.yaml
+    python benchmarks/train_throughput.py --device cuda --config configs/vectorized.yaml
+    python benchmarks/train_throughput.py --device cpu --worlds 2 --slots 16 --width 32 --height 18 \
+        --rollout 8 --minibatch 64 --steps 20
+
+Prints one JSON line per stage (``name`` = env_step | render | ppo_iteration) with at least
+name, device, gpu, resolution, agents, agent_steps_per_s, peak_mem_gib. Agent-steps count
+active agents only (valid, not halted). Env and render stages are timed after a warm-up with a
+device synchronisation around the timed loop; the PPO stage runs ``--iterations`` iterations
+through the real LightningCLI and reports the last one (the first pays for compilation).
+``peak_mem_gib`` is device-level (cudaMemGetInfo: Warp allocations bypass torch's counters),
+sampled after each stage, so it is the high-water mark at stage ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import warp as wp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pictura.modules.cli import run_lightning_cli  # noqa: E402
+
+
+def device_used_gib(device: torch.device) -> float:
+    if device.type != "cuda":
+        return float("nan")
+    free, total = torch.cuda.mem_get_info(device)
+    return (total - free) / 2**30
+
+
+def gpu_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def overrides(args: argparse.Namespace, root: str) -> list[str]:
+    out = [
+        f"--trainer.accelerator={'gpu' if args.device == 'cuda' else 'cpu'}",
+        "--trainer.enable_progress_bar=false",
+        "--trainer.enable_model_summary=false",
+        f"--trainer.default_root_dir={root}",
+        f"--trainer.logger.init_args.save_dir={root}",
+        f"--model.init_args.max_iterations={args.iterations}",
+    ]
+    if args.precision:
+        out.append(f"--trainer.precision={args.precision}")
+    env = "--model.init_args.env.init_args"
+    for flag, value in (("num_worlds", args.worlds), ("slots_per_world", args.slots)):
+        if value:
+            out.append(f"{env}.{flag}={value}")
+    if args.slots:
+        out.append(f"{env}.agents_per_world=[1, {min(120, args.slots)}]")
+    if args.width:
+        out += [f"{env}.rig.init_args.width={args.width}", f"{env}.rig.init_args.height={args.height}"]
+    for flag, value in (("rollout_steps", args.rollout), ("minibatch_size", args.minibatch), ("chunk_size", args.chunk)):
+        if value:
+            out.append(f"--model.init_args.{flag}={value}")
+    return out
+
+
+def time_env_and_render(model, args: argparse.Namespace, device: torch.device) -> list[dict]:
+    """Time the simulator step alone and the renderer alone on the env the PPO run built."""
+    from pictura.sim import NUM_ACTIONS, step
+
+    env = model.env
+    S = env.num_slots
+    gen = torch.Generator(device=device).manual_seed(0)
+    rows = []
+
+    def sim_step() -> None:
+        env._action.copy_(torch.randint(0, NUM_ACTIONS, (S,), device=device, generator=gen, dtype=torch.int32))
+        with env._warp_scope():
+            step(env.model, env._states[0], env._control, env._states[1])
+        env._states.reverse()
+
+    active = wp.to_torch(env.state.active)
+    for name, fn in (("env_step", sim_step), ("render", env._render_current)):
+        for _ in range(3):
+            fn()
+        sync(device)
+        counted = torch.zeros((), device=device)
+        t0 = time.perf_counter()
+        for _ in range(args.steps):
+            counted += active.sum()
+            fn()
+        sync(device)
+        seconds = time.perf_counter() - t0
+        if name == "render" and not env.renders_pixels:
+            continue
+        rows.append(
+            dict(
+                name=name,
+                agent_steps_per_s=float(counted) / seconds,
+                images_per_s=float(counted) * env.num_cameras / seconds if name == "render" else None,
+                steps=args.steps,
+                utilisation=float(counted) / (args.steps * S),
+                peak_mem_gib=device_used_gib(device),
+            )
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--config", default=str(ROOT / "configs" / "alberti.yaml"))
+    parser.add_argument("--iterations", type=int, default=2, help="PPO iterations (the last is reported)")
+    parser.add_argument("--steps", type=int, default=50, help="timed env/render steps")
+    parser.add_argument("--precision", default=None, help="trainer precision override, e.g. bf16-mixed")
+    parser.add_argument("--worlds", type=int, default=None)
+    parser.add_argument("--slots", type=int, default=None)
+    parser.add_argument("--width", type=int, default=None)
+    parser.add_argument("--height", type=int, default=None)
+    parser.add_argument("--rollout", type=int, default=None)
+    parser.add_argument("--minibatch", type=int, default=None)
+    parser.add_argument("--chunk", type=int, default=None)
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+
+    with tempfile.TemporaryDirectory() as root:
+        argv_cli = ["fit", "-c", args.config, *overrides(args, root)]
+        t0 = time.perf_counter()
+        cli = run_lightning_cli(argv_cli)
+        fit_seconds = time.perf_counter() - t0
+        model, metrics = cli.model, cli.trainer.callback_metrics
+        env = model.env
+        common = dict(
+            device=args.device,
+            gpu=gpu_name(device),
+            config=Path(args.config).name,
+            resolution=f"{env.rig.width}x{env.rig.height}" if env.renders_pixels else None,
+            agents=env.num_slots,
+            precision=str(cli.trainer.precision),
+        )
+        ppo = dict(
+            name="ppo_iteration",
+            agent_steps_per_s=float(metrics["perf/agent_steps_per_s"]),
+            seconds={k.split("/")[-1]: float(v) for k, v in metrics.items() if k.startswith("perf/seconds/")},
+            iterations=args.iterations,
+            fit_seconds_incl_compile=fit_seconds,
+            valid_fraction=float(metrics["train/valid_fraction"]),
+            peak_mem_gib=device_used_gib(device),
+        )
+        rows = [ppo, *time_env_and_render(model, args, device)]
+        for row in rows:
+            print(json.dumps({**common, **row}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
