@@ -1,7 +1,8 @@
 """Figure for docs/simulator.md: ``python docs/img/make_simulator_png.py`` from the repository root.
 
-A procedural town with 120 agents that accelerate straight ahead for 1.2 s and then hold:
-those that meet a curve leave the road or hit someone and halt in place (red).
+A procedural town with 120 agents (vehicles, pedestrians, cyclists) that accelerate straight
+ahead for 1.2 s and then hold: those that meet a curve leave the road or hit someone and halt in
+place (red). Parked cars are grey, walls brown, sidewalks light green.
 """
 
 import matplotlib.pyplot as plt
@@ -23,8 +24,9 @@ def np_box_corners(x, y, heading, length, width):
 
 
 road = generate(seed=3)
-layout = WorldLayout.uniform([0], 120, [len(road.light_position)])
-model = build_model([road], layout, SimConfig(agents_per_world=(120, 120)), "cpu")
+cfg = SimConfig(agents_per_world=(120, 120), early_reset_halted_fraction=1.0)
+layout = WorldLayout.uniform([0], 120, [len(road.light_position)], cfg.parked_per_world)
+model = build_model([road], layout, cfg, "cpu")
 s0, s1, ctl = model.state(), model.state(), model.control()
 reset(model, s0, 0)
 start = s0.numpy()
@@ -43,12 +45,21 @@ for seg in road.road_edge_segments():
     ax.plot(seg[:, 0], seg[:, 1], color="0.2", lw=0.8)
 for seg in road.lane_segments()[0]:
     ax.plot(seg[:, 0], seg[:, 1], color="0.8", lw=0.5, zorder=0)
+for k in range(len(road.sidewalk_offsets) - 1):
+    sw = road.sidewalk_points[road.sidewalk_offsets[k] : road.sidewalk_offsets[k + 1]]
+    ax.plot(sw[:, 0], sw[:, 1], color="#b8e0b0", lw=1.2, zorder=0)
+for wall in road.wall_points:
+    ax.plot(wall[:, 0], wall[:, 1], color="#8b5a2b", lw=1.5)
+for b in st["agent_box"][120:]:
+    if b[7] >= 0:
+        ax.add_patch(Polygon(np_box_corners(b[0], b[1], b[3], b[4], b[5]), closed=True, fc="0.6", ec="k", lw=0.3))
 valid = start["valid"] == 1
 for i in np.nonzero(valid)[0]:
     ax.plot(trails[:, i, 0], trails[:, i, 1], color="k", lw=0.8)
     halted = st["halted"][i] == 1 and st["world_reset"][0] == 0
     c = np_box_corners(st["pos"][i, 0], st["pos"][i, 1], st["heading"][i], st["length"][i], st["width"][i])
-    ax.add_patch(Polygon(c, closed=True, fc="tab:red" if halted else "tab:blue", ec="k", lw=0.4))
+    active_colour = ("tab:blue", "tab:purple", "tab:orange")[int(st["kind"][i])]
+    ax.add_patch(Polygon(c, closed=True, fc="tab:red" if halted else active_colour, ec="k", lw=0.4))
 for i in np.nonzero(valid)[0][:6]:
     g = start["goal"][i]
     ax.plot(
@@ -61,8 +72,9 @@ for p, s in zip(road.light_position, ls, strict=True):
     ax.plot(p[0], p[1], "o", color=colors[int(s)], ms=5, mec="k", mew=0.4)
 ax.set_aspect("equal")
 ax.set_title(
-    f"procedural:seed=3, {valid.sum()} agents after 30 steps (3 s): blue active, red halted (off-road/collision);\n"
-    "green: goal waypoints of 6 agents; dots: traffic-light states",
+    f"procedural:seed=3, {valid.sum()} agents after 30 steps (3 s): vehicles blue, pedestrians purple, cyclists "
+    "orange, red halted;\nparked cars grey, walls brown, sidewalks light green; green: goal waypoints of 6 agents; "
+    "dots: traffic lights",
     fontsize=9,
 )
 ax.set_xlabel("x (m)")

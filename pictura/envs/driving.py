@@ -101,13 +101,14 @@ class DrivingEnv(EnvBase):
         self._wp_device = warp_device(self.device)
         self.map_sources = list(maps)
         self.road_maps = [load_road_map(source) for source in self.map_sources]
+        self.sim_config = dataclasses.replace(SimConfig() if sim is None else sim, agents_per_world=(int(lo), int(hi)))
+        self.sim_config.validate()
         self.layout = WorldLayout.uniform(
             np.arange(num_worlds) % len(self.road_maps),
             slots_per_world,
             [len(m.light_position) for m in self.road_maps],
+            parked_per_world=self.sim_config.parked_per_world,
         )
-        self.sim_config = dataclasses.replace(SimConfig() if sim is None else sim, agents_per_world=(int(lo), int(hi)))
-        self.sim_config.validate()
         self.rig = CameraRig() if rig is None else rig
         self.validate_actions = validate_actions
         self.share_pixel_buffer = share_pixel_buffer
@@ -238,8 +239,9 @@ class DrivingEnv(EnvBase):
     def snapshot(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Copies of the compact state the current observation was rendered from.
 
-        Returns ``agent_box`` (S, 8) float32 and ``light_state`` (L,) int32: stack them over a
-        rollout and hand them to `render_history` to get the same pixels back.
+        Returns ``agent_box`` (S + P, 8) float32 (the S agent slots, then the P parked cars of
+        all worlds) and ``light_state`` (L,) int32: stack them over a rollout and hand them to
+        `render_history` to get the same pixels back.
         """
         st = self.state
         return wp.to_torch(st.agent_box).clone(), wp.to_torch(st.light_state).clone()
@@ -254,16 +256,15 @@ class DrivingEnv(EnvBase):
         """Re-render the views of (step, slot) pairs from a stacked snapshot history.
 
         Args:
-            agent_box_hist: (T, S, 8) float32, stacked `snapshot` boxes.
+            agent_box_hist: (T, S + P, 8) float32, stacked `snapshot` boxes.
             light_hist: (T, L) int32, stacked `snapshot` light states.
             steps, slots: (N,) integer indices into the history.
         Returns:
             (N, C, H, W, 3) uint8, equal bit for bit to what was rendered while acting.
         """
-        if agent_box_hist.ndim != 3 or agent_box_hist.shape[1:] != (self.num_slots, BOX_WIDTH):
-            raise ValueError(
-                f"agent_box_hist must be (T, {self.num_slots}, {BOX_WIDTH}), got {tuple(agent_box_hist.shape)}"
-            )
+        rows = self.layout.box_count
+        if agent_box_hist.ndim != 3 or agent_box_hist.shape[1:] != (rows, BOX_WIDTH):
+            raise ValueError(f"agent_box_hist must be (T, {rows}, {BOX_WIDTH}), got {tuple(agent_box_hist.shape)}")
         requests = torch.stack([steps.to(torch.int32), slots.to(torch.int32)], dim=1)
         out = self._new_pixels(requests.shape[0])
         self._render(agent_box_hist, light_hist, requests, out)
@@ -287,10 +288,10 @@ class DrivingEnv(EnvBase):
             observation["pixels"] = self._pixels if self.share_pixel_buffer else self._pixels.clone()
         else:
             with self._warp_scope():
+                box = wp.to_torch(st.agent_box)
+                parked = box[S:] if self.layout.parked_per_world else None
                 observation.update(
-                    self.vectorized.build(
-                        wp.to_torch(st.agent_box), wp.to_torch(st.light_state), wp.to_torch(st.speed)
-                    )
+                    self.vectorized.build(box[:S], wp.to_torch(st.light_state), wp.to_torch(st.speed), parked_box=parked)
                 )
             observation["ego_aux"] = self.vectorized.ego_aux(wp.to_torch(st.obs_ego_aux))
         return TensorDict(

@@ -275,6 +275,8 @@ def cull_views(
     world_map: wp.array(dtype=wp.int32),
     world_slot_start: wp.array(dtype=wp.int32),
     world_slot_count: wp.array(dtype=wp.int32),
+    num_slots: int,
+    parked_per_world: int,
     # static scene
     line_a: wp.array(dtype=wp.vec3),
     line_b: wp.array(dtype=wp.vec3),
@@ -315,7 +317,7 @@ def cull_views(
     view_world_out[v] = -1
     view_step_out[v] = 0
     # Invalid requests render black (validate_requests reports them on the host).
-    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= agent_box.shape[1]:
+    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= num_slots:
         return
     if agent_box[step, slot, 7] < 0.0:
         return
@@ -347,6 +349,21 @@ def cull_views(
     for s in range(s0, s0 + world_slot_count[world]):
         if s == slot:
             continue
+        if solo_slot >= 0 and s != solo_slot:
+            continue
+        if agent_box[step, s, 7] < 0.0:
+            continue
+        bl = agent_box[step, s, 4]
+        bw = agent_box[step, s, 5]
+        bh = agent_box[step, s, 6]
+        c = wp.vec3(agent_box[step, s, 0], agent_box[step, s, 1], agent_box[step, s, 2] + 0.5 * bh)
+        rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
+        b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+        if b >= 0.0:
+            n = list_insert(list_ref_out, list_bound_out, v, n, capacity, (_REF_AGENT << _REF_SHIFT) | s, b)
+    # The world's parked cars: snapshot rows after the S slots, drawn like agents.
+    p0 = num_slots + world * parked_per_world
+    for s in range(p0, p0 + parked_per_world):
         if solo_slot >= 0 and s != solo_slot:
             continue
         if agent_box[step, s, 7] < 0.0:

@@ -214,8 +214,9 @@ class Renderer:
         if req.ndim != 2 or req.shape[1] != 2:
             raise ValueError(f"requests must have shape (N, 2), got {req.shape}")
         if boxes.ndim != 3 or boxes.shape[2] != BOX_WIDTH:
-            raise ValueError(f"agent_box must have shape (T, S, {BOX_WIDTH}), got {boxes.shape}")
-        T, S = boxes.shape[:2]
+            raise ValueError(f"agent_box must have shape (T, S + P, {BOX_WIDTH}), got {boxes.shape}")
+        T = boxes.shape[0]
+        S = self.layout.num_slots  # egos are agent slots, never parked-car rows
         for i, (step, slot) in enumerate(req.tolist()):
             if not 0 <= step < T:
                 raise ValueError(f"requests[{i}]: step {step} outside 0..{T - 1}")
@@ -237,17 +238,23 @@ class Renderer:
         Renders target-id buffers (pixel centres, no antialiasing) with every occluder
         (agents and walls) and with the target alone; returns visible / unoccluded pixel
         counts, and 0.0 when the target projects to no pixel at all. ``agent_box`` is one step,
-        ``(S, BOX_WIDTH)``; ``light_state`` ``(light_count,)`` (lights never occlude).
+        ``(S + P, BOX_WIDTH)``; ``light_state`` ``(light_count,)`` (lights never occlude).
+        ``target_slot`` may be a parked-car row (>= S).
         """
         boxes = np.asarray(agent_box, np.float32)
-        if boxes.ndim != 2:
-            raise ValueError(f"agent_box must have shape (S, {BOX_WIDTH}), got {boxes.shape}")
-        for key, s in (("ego_slot", ego_slot), ("target_slot", target_slot)):
-            if not 0 <= s < boxes.shape[0] or boxes[s, BOX_KIND] == BOX_INVALID:
+        lay = self.layout
+        if boxes.ndim != 2 or boxes.shape != (lay.box_count, BOX_WIDTH):
+            raise ValueError(f"agent_box must have shape ({lay.box_count}, {BOX_WIDTH}), got {boxes.shape}")
+        for key, s, rows in (("ego_slot", ego_slot, lay.num_slots), ("target_slot", target_slot, lay.box_count)):
+            if not 0 <= s < rows or boxes[s, BOX_KIND] == BOX_INVALID:
                 raise ValueError(f"{key} {s} is not a valid agent slot")
         if ego_slot == target_slot:
             raise ValueError("target_slot must differ from ego_slot (the ego is never drawn)")
-        if self.layout.slot_world[ego_slot] != self.layout.slot_world[target_slot]:
+        if target_slot >= lay.num_slots:
+            target_world = (target_slot - lay.num_slots) // max(lay.parked_per_world, 1)
+        else:
+            target_world = lay.slot_world[target_slot]
+        if lay.slot_world[ego_slot] != target_world:
             return 0.0
         req = np.array([[0, ego_slot]], np.int32)
         ab, _, rq = self._to_device(boxes[None], np.asarray(light_state, np.int32).reshape(1, -1), req)
@@ -271,6 +278,7 @@ class Renderer:
                 self._cam_extr(), self.rig.num_cameras, focal, cx, cy,
                 float(self.rig.width), float(self.rig.height), self.rig.near, self.rig.far,
                 self._slot_world, self._world_map, self._world_slot_start, self._world_slot_count,
+                self.layout.num_slots, self.layout.parked_per_world,
                 self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
                 self._light_pos, self._light_heading,
                 self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
@@ -323,7 +331,7 @@ class Renderer:
         return ab, ls, rq
 
     def _check_inputs(self, agent_box: wp.array, light_state: wp.array, requests: wp.array) -> int:
-        S, Lc = self.layout.num_slots, self.layout.light_count
+        S, Lc = self.layout.box_count, self.layout.light_count
         if agent_box.ndim != 3 or agent_box.shape[1:] != (S, BOX_WIDTH) or agent_box.dtype != wp.float32:
             raise ValueError(f"agent_box must be float32 (T, {S}, {BOX_WIDTH}), got {agent_box.dtype} {_shape(agent_box)}")
         T = agent_box.shape[0]

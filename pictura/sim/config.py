@@ -95,7 +95,31 @@ class SimConfig:
     light_off_p: float = 0.2
     light_always_green_p: float = 0.05
     eval_light_s: tuple[float, float, float] = (10.0, 3.0, 2.0)  # green, yellow, red
-    eval: bool = False  # eval sizes, eval light timings, goal radius eval_goal_radius
+    eval_v_max: float = 20.0  # forward speed cap in eval (replaces v_max when eval)
+    # Agent types (issue 3): the share of each world's agents drawn as pedestrians / cyclists
+    # (the rest are vehicles), their sizes and limits. Pedestrians and cyclists keep their sizes
+    # in eval.
+    pedestrian_fraction: float = 0.1
+    cyclist_fraction: float = 0.1
+    pedestrian_length: tuple[float, float] = (0.4, 0.8)
+    pedestrian_width: tuple[float, float] = (0.4, 0.8)
+    pedestrian_height: float = 1.8
+    pedestrian_v_max: float = 2.5  # m/s
+    pedestrian_accel_max: float = 1.5  # m/s^2, forward (x c_acc); braking keeps -5
+    pedestrian_goal_radius: float = 0.5  # m, caps delta_goal for pedestrians
+    pedestrian_goal_spacing_m: tuple[float, float] = (5.0, 40.0)  # along sidewalks
+    cyclist_length: tuple[float, float] = (1.6, 2.0)
+    cyclist_width: tuple[float, float] = (0.5, 0.8)
+    cyclist_height: float = 1.7
+    cyclist_v_max: float = 8.0  # m/s
+    cyclist_accel_max: float = 2.0  # m/s^2, forward (x c_acc)
+    # Parked cars: static obstacles in their own snapshot rows (not agent slots).
+    parked_per_world: int = 32
+    parked_length: tuple[float, float] = (3.5, 5.5)
+    parked_width: tuple[float, float] = (1.6, 2.2)
+    parked_height: float = 1.5
+    spawn_speed_fraction: float = 0.5  # initial speed ~ U(0, this x lane speed limit)
+    eval: bool = False  # eval sizes, eval light timings, goal radius eval_goal_radius, eval_v_max
     conditioning: tuple[Coefficient, ...] = field(default=CONDITIONING_TABLE)
 
     def validate(self) -> None:
@@ -156,6 +180,45 @@ class SimConfig:
             p = getattr(self, name)
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"SimConfig.{name} must be a probability in [0, 1], got {p}")
+        if not 0 < self.eval_v_max <= self.v_max:
+            raise ValueError(f"SimConfig.eval_v_max must be in (0, v_max={self.v_max}], got {self.eval_v_max}")
+        for name in ("pedestrian_fraction", "cyclist_fraction"):
+            p = getattr(self, name)
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"SimConfig.{name} must be a fraction in [0, 1], got {p}")
+        if self.pedestrian_fraction + self.cyclist_fraction > 1.0:
+            raise ValueError(
+                "SimConfig.pedestrian_fraction + cyclist_fraction must be <= 1, got "
+                f"{self.pedestrian_fraction} + {self.cyclist_fraction}"
+            )
+        for name in (
+            "pedestrian_length",
+            "pedestrian_width",
+            "cyclist_length",
+            "cyclist_width",
+            "parked_length",
+            "parked_width",
+            "pedestrian_goal_spacing_m",
+        ):
+            _check_range(name, getattr(self, name), low=0.0)
+            if getattr(self, name)[0] <= 0:
+                raise ValueError(f"SimConfig.{name} must be > 0, got {getattr(self, name)}")
+        for name in (
+            "pedestrian_height",
+            "cyclist_height",
+            "parked_height",
+            "pedestrian_v_max",
+            "cyclist_v_max",
+            "pedestrian_accel_max",
+            "cyclist_accel_max",
+            "pedestrian_goal_radius",
+        ):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"SimConfig.{name} must be > 0, got {getattr(self, name)}")
+        if self.parked_per_world < 0:
+            raise ValueError(f"SimConfig.parked_per_world must be >= 0, got {self.parked_per_world}")
+        if not 0.0 <= self.spawn_speed_fraction <= 1.0:
+            raise ValueError(f"SimConfig.spawn_speed_fraction must be in [0, 1], got {self.spawn_speed_fraction}")
         names = tuple(c.name for c in self.conditioning)
         if names != CONDITIONING_NAMES:
             raise ValueError(f"SimConfig.conditioning must list {CONDITIONING_NAMES} in order, got {names}")
@@ -169,7 +232,11 @@ class SimConfig:
                 raise ValueError(f"SimConfig.conditioning[{c.name!r}] is fixed but low != high")
             if c.kind == "umix" and not (0.0 < c.low <= 1.0 <= c.high):
                 raise ValueError(f"SimConfig.conditioning[{c.name!r}] U_mix needs 0 < low <= 1 <= high")
-        for name in ("delta_goal", "v_goal", "c_throttle", "c_steer", "c_acc"):
+        # every coefficient but the centre bias (a signed offset, m) is a non-negative weight,
+        # radius, speed or scale: a negative one would flip a penalty into a reward
+        for name in CONDITIONING_NAMES:
+            if name == "alpha_center_bias":
+                continue
             c = self.conditioning[CONDITIONING_NAMES.index(name)]
             if c.low < 0:
                 raise ValueError(f"SimConfig.conditioning[{name!r}] must be non-negative, got low {c.low}")

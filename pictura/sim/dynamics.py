@@ -77,11 +77,12 @@ def bicycle_step(
     c_acc: float,
     v_min: float,
     v_max: float,
+    a_long_max: float,
     dt: float,
 ):
     """One step; returns (x, y, heading, v, a_long, a_lat, steering, arc length)."""
     a_long_new = snap_clip(
-        a_long, a_long + c_throttle * jerk_long_of(action) * dt, A_LONG_MIN, A_LONG_MAX * c_acc
+        a_long, a_long + c_throttle * jerk_long_of(action) * dt, A_LONG_MIN, a_long_max * c_acc
     )
     a_lat_cmd = snap_clip(a_lat, a_lat + c_steer * jerk_lat_of(action) * dt, -A_LAT_MAX, A_LAT_MAX)
     v_new = snap_clip(v, v + 0.5 * (a_long_new + a_long) * dt, v_min, v_max)

@@ -40,12 +40,32 @@ def mid_pose(p0: wp.vec3, h0: float, p1: wp.vec3, h1: float):
 
 
 @wp.func
-def collides(model: ModelData, state: StateData, slot: int, w: int):
-    """Does ``slot``'s box overlap any other valid box of world ``w`` (halted ones included)?
+def hits_parked(model: ModelData, parked_box: wp.array2d(dtype=float), w: int, p: wp.vec3, h: float, l: float, wd: float):
+    """Does the box (centre ``p``, heading ``h``, length ``l``, width ``wd``) overlap one of world
+    ``w``'s parked cars (rows of ``parked_box``, the snapshot)? |dz| >= 4 m never collides."""
+    r = 0.5 * wp.sqrt(l * l + wd * wd)
+    row0 = model.num_slots + w * model.parked_per_world
+    hit = int(0)
+    for row in range(row0, row0 + model.parked_per_world):
+        if hit == 0 and parked_box[row, 7] >= 0.0:
+            q = wp.vec3(parked_box[row, 0], parked_box[row, 1], parked_box[row, 2])
+            lo = parked_box[row, 4]
+            wo = parked_box[row, 5]
+            if wp.abs(q[2] - p[2]) < Z_TOLERANCE_M:
+                if wp.length(xy(q) - xy(p)) < r + 0.5 * wp.sqrt(lo * lo + wo * wo):
+                    if boxes_overlap(xy(p), h, l, wd, xy(q), parked_box[row, 3], lo, wo):
+                        hit = 1
+    return hit
+
+
+@wp.func
+def collides(model: ModelData, state: StateData, parked_box: wp.array2d(dtype=float), slot: int, w: int):
+    """Does ``slot``'s box overlap any other valid box of world ``w`` (halted ones included) or
+    one of its parked cars (rows of ``parked_box``)?
 
     Tested at the end of the step and, when both agents moved >= 0.1 m, at the mid-step poses
-    too (so fast agents cannot pass through each other). Pairs further apart than the sum of
-    circumradii, or |dz| >= 4 m, are skipped before SAT.
+    too (so fast agents cannot pass through each other); parked cars at both poses. Pairs
+    further apart than the sum of circumradii, or |dz| >= 4 m, are skipped before SAT.
     """
     p = state.pos[slot]
     h = state.heading[slot]
@@ -72,6 +92,10 @@ def collides(model: ModelData, state: StateData, slot: int, w: int):
                     if wp.length(qm - pm) < r + ro:
                         if boxes_overlap(pm, hm, l, wd, qm, hom, lo, wo):
                             hit = 1
+    if hit == 0:
+        hit = hits_parked(model, parked_box, w, p, h, l, wd)
+    if hit == 0 and moved:
+        hit = hits_parked(model, parked_box, w, wp.vec3(pm[0], pm[1], p[2]), hm, l, wd)
     return hit
 
 
@@ -127,8 +151,10 @@ def crosses_road_edge(
     heading1: float,
     length: float,
     width: float,
+    walls_only: int,
 ):
-    """Does the box swept from pose 0 to pose 1 cross a road-edge segment of map ``m``?
+    """Does the box swept from pose 0 to pose 1 cross a road-edge or wall segment of map ``m``
+    (only a wall when ``walls_only`` != 0)?
 
     Only segments whose nearest endpoint height is within 4 m of the agent count.
     """
@@ -147,8 +173,8 @@ def crosses_road_edge(
         for ix in range(ix0, ix1 + 1):
             cell = base + iy * nx + ix
             for k in range(model.edge_cell_offsets[cell], model.edge_cell_offsets[cell + 1]):
-                if hit == 0:
-                    e = model.edge_cell_items[k]
+                e = model.edge_cell_items[k]
+                if hit == 0 and (walls_only == 0 or model.edge_wall[e] != 0):
                     a = model.edge_a[e]
                     b = model.edge_b[e]
                     dz = wp.min(wp.abs(a[2] - pos1[2]), wp.abs(b[2] - pos1[2]))
@@ -159,8 +185,11 @@ def crosses_road_edge(
 
 
 @wp.func
-def box_on_road_edge(model: ModelData, m: int, pos: wp.vec3, heading: float, length: float, width: float):
-    """Does a static box touch a road-edge segment of map ``m`` (spawn test)?"""
+def box_on_road_edge(
+    model: ModelData, m: int, pos: wp.vec3, heading: float, length: float, width: float, walls_only: int
+):
+    """Does a static box touch a road-edge or wall segment of map ``m`` (only a wall when
+    ``walls_only`` != 0)? The spawn test."""
     hl = 0.5 * length
     hw = 0.5 * width
     r = wp.sqrt(hl * hl + hw * hw)
@@ -176,7 +205,8 @@ def box_on_road_edge(model: ModelData, m: int, pos: wp.vec3, heading: float, len
                 e = model.edge_cell_items[k]
                 a = model.edge_a[e]
                 b = model.edge_b[e]
-                if wp.min(wp.abs(a[2] - pos[2]), wp.abs(b[2] - pos[2])) < Z_TOLERANCE_M:
+                wall_ok = walls_only == 0 or model.edge_wall[e] != 0
+                if wall_ok and wp.min(wp.abs(a[2] - pos[2]), wp.abs(b[2] - pos[2])) < Z_TOLERANCE_M:
                     if box_hits_segment(p, heading, hl, hw, xy(a), xy(b)):
                         hit = 1
     return hit

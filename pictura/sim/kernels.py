@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from pictura.maps.roadmap import AGENT_PEDESTRIAN
 from pictura.sim.config import DIST_FIXED, DIST_UMIX
 from pictura.sim.dynamics import bicycle_step
 from pictura.sim.events import collides, crosses_road_edge, goal_reached, runs_red_light
@@ -32,6 +33,7 @@ from pictura.sim.features import (
 from pictura.sim.geometry import boxes_overlap, rng_key, wrap_angle
 from pictura.sim.lanes import associate_lane, lane_speed_limit, lane_station, sample_goal_set
 from pictura.sim.model import ModelData
+from pictura.sim.paths import sample_path_goals
 from pictura.sim.rewards import write_rewards
 from pictura.sim.snapshot import BOX_INVALID
 from pictura.sim.spawn import PURPOSE_GOALS, PURPOSE_SEED, respawn_world
@@ -57,6 +59,7 @@ _E_RED_LIGHT = wp.constant(EVENT_RED_LIGHT)
 _DIST_FIXED = wp.constant(DIST_FIXED)
 _DIST_UMIX = wp.constant(DIST_UMIX)
 _BOX_INVALID = wp.constant(BOX_INVALID)
+_PEDESTRIAN = wp.constant(AGENT_PEDESTRIAN)
 _P_GOALS = wp.constant(PURPOSE_GOALS)
 _P_SEED = wp.constant(PURPOSE_SEED)
 
@@ -76,6 +79,7 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
     state_out.lane_offset[slot] = state_in.lane_offset[slot]
     state_out.lane_heading_error[slot] = state_in.lane_heading_error[slot]
     state_out.goal_index[slot] = state_in.goal_index[slot]
+    state_out.path_seg[slot] = state_in.path_seg[slot]
     for g in range(3):
         state_out.goal[slot, g] = state_in.goal[slot, g]
     for c in range(_COND_WIDTH):
@@ -96,6 +100,7 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
     if state_in.valid[slot] != 0 and state_in.halted[slot] == 0:
         a_long = state_in.accel_long[slot]
         a_lat = state_in.accel_lat[slot]
+        kind = state_in.kind[slot]
         x, y, h, v, a_long_new, a_lat_new, steering, arc = bicycle_step(
             pos[0],
             pos[1],
@@ -110,7 +115,8 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
             state_in.conditioning[slot, _C_STEER],
             state_in.conditioning[slot, _C_ACC],
             model.v_min,
-            model.v_max,
+            model.type_v_max[kind],
+            model.type_accel_max[kind],
             model.dt,
         )
         state_out.pos[slot] = wp.vec3(x, y, pos[2])
@@ -137,12 +143,17 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
 @wp.kernel
 def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     """Lane association, off-road then collision then red light (one infraction at most),
-    goals, rewards, dones, for every agent active before this step."""
+    goals, rewards, dones, for every agent active before this step.
+
+    Pedestrians have no off-road or red-light rule; a wall crossed by a pedestrian is a
+    collision. Parked cars are read from ``state_in.agent_box`` (they only change at resets)."""
     slot = wp.tid()
     if state_out.valid[slot] == 0 or state_out.halted[slot] != 0:
         return
     w = model.slot_world[slot]
     m = model.world_map[w]
+    kind = state_out.kind[slot]
+    pedestrian = kind == _PEDESTRIAN
     pos = state_out.pos[slot]
     heading = state_out.heading[slot]
     lane, offset, err = associate_lane(model, m, pos, heading, state_out.lane[slot])
@@ -150,21 +161,36 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     state_out.lane_offset[slot] = offset
     state_out.lane_heading_error[slot] = err
 
-    offroad = crosses_road_edge(
-        model,
-        m,
-        state_out.prev_pos[slot],
-        state_out.prev_heading[slot],
-        pos,
-        heading,
-        state_out.length[slot],
-        state_out.width[slot],
-    )
+    offroad = int(0)
+    if not pedestrian:
+        offroad = crosses_road_edge(
+            model,
+            m,
+            state_out.prev_pos[slot],
+            state_out.prev_heading[slot],
+            pos,
+            heading,
+            state_out.length[slot],
+            state_out.width[slot],
+            0,
+        )
     collision = int(0)
     if offroad == 0:
-        collision = collides(model, state_out, slot, w)
+        collision = collides(model, state_out, state_in.agent_box, slot, w)
+        if collision == 0 and pedestrian:
+            collision = crosses_road_edge(
+                model,
+                m,
+                state_out.prev_pos[slot],
+                state_out.prev_heading[slot],
+                pos,
+                heading,
+                state_out.length[slot],
+                state_out.width[slot],
+                1,
+            )
     red_light = int(0)
-    if offroad == 0 and collision == 0:
+    if offroad == 0 and collision == 0 and not pedestrian:
         red_light = runs_red_light(model, state_in, state_out, slot, w)
 
     # goals: the first two waypoints of a set pay on contact, the third only below v_goal
@@ -175,18 +201,29 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
         radius = state_out.conditioning[slot, _C_DELTA_GOAL]
         if model.eval_mode != 0:
             radius = model.eval_goal_radius
+            if pedestrian:
+                radius = wp.min(radius, model.pedestrian_goal_radius)
         if goal_reached(state_out.goal[slot, gi], state_out.prev_pos[slot], pos, radius):
             if gi < 2 or v < state_out.conditioning[slot, _C_V_GOAL]:
                 paid = 1
                 gi = gi + 1
-    if gi >= 3 and lane >= 0:
-        # open-ended episodes: the next set starts from the current lane
+    if gi >= 3 and (lane >= 0 or pedestrian):
+        # open-ended episodes: the next set starts from the current lane (pedestrians: from
+        # the path segment of the last waypoint)
         key = rng_key(state_in.world_seed[w], _P_GOALS, state_in.world_episode[w], state_in.world_step[w])
         rng = wp.rand_init(key, slot)
-        g0, g1, g2, rng = sample_goal_set(model, lane, lane_station(model, lane, pos), pos, heading, rng)
-        state_out.goal[slot, 0] = g0
-        state_out.goal[slot, 1] = g1
-        state_out.goal[slot, 2] = g2
+        if pedestrian:
+            ps = state_out.path_seg[slot]
+            g0, g1, g2, last, rng = sample_path_goals(model, ps, state_out.goal[slot, 2], rng)
+            state_out.path_seg[slot] = last
+            state_out.goal[slot, 0] = g0
+            state_out.goal[slot, 1] = g1
+            state_out.goal[slot, 2] = g2
+        else:
+            g0, g1, g2, rng = sample_goal_set(model, lane, lane_station(model, lane, pos), pos, heading, rng)
+            state_out.goal[slot, 0] = g0
+            state_out.goal[slot, 1] = g1
+            state_out.goal[slot, 2] = g2
         gi = 0
     state_out.goal_index[slot] = gi
 
@@ -205,6 +242,17 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
         state_out.speed[slot] = 0.0
         state_out.accel_long[slot] = 0.0
         state_out.accel_lat[slot] = 0.0
+
+
+@wp.func
+def count_active(model: ModelData, state: StateData, w: int):
+    """Slots of world ``w`` that are valid and not halted."""
+    n = int(0)
+    start = model.world_slot_start[w]
+    for slot in range(start, start + model.world_slot_count[w]):
+        if state.valid[slot] != 0 and state.halted[slot] == 0:
+            n += 1
+    return n
 
 
 @wp.kernel
@@ -249,8 +297,14 @@ def world_kernel(model: ModelData, state_in: StateData, state_out: StateData):
         state_out.world_reset[w] = 1
     state_out.world_episode[w] = episode
     state_out.world_step[w] = step
+    # parked cars only change at resets: carry their snapshot rows over
+    row0 = model.num_slots + w * model.parked_per_world
+    for row in range(row0, row0 + model.parked_per_world):
+        for c in range(8):
+            state_out.agent_box[row, c] = state_in.agent_box[row, c]
     if reset:
         respawn_world(model, state_out, w)
+    state_out.world_active_count[w] = count_active(model, state_out, w)
 
 
 @wp.kernel
@@ -271,6 +325,7 @@ def reset_kernel(model: ModelData, seed: int, state: StateData):
         state.terminated[slot] = 0
         state.truncated[slot] = 0
     respawn_world(model, state, w)
+    state.world_active_count[w] = count_active(model, state, w)
 
 
 @wp.kernel
@@ -397,10 +452,15 @@ def oriented_boxes_overlap_kernel(
 
 @wp.kernel
 def offroad_probe_kernel(
-    model: ModelData, map_index: int, poses: wp.array2d(dtype=float), hit_out: wp.array(dtype=wp.int32)
+    model: ModelData,
+    map_index: int,
+    poses: wp.array2d(dtype=float),
+    walls_only: int,
+    hit_out: wp.array(dtype=wp.int32),
 ):
     """Row i of poses (N, 10): x0, y0, z0, heading0, x1, y1, z1, heading1, length, width.
-    1 where the box swept between the two poses crosses a road edge of map ``map_index``."""
+    1 where the box swept between the two poses crosses a road edge or wall of map
+    ``map_index`` (a wall only when ``walls_only`` != 0)."""
     tid = wp.tid()
     hit_out[tid] = crosses_road_edge(
         model,
@@ -411,4 +471,5 @@ def offroad_probe_kernel(
         poses[tid, 7],
         poses[tid, 8],
         poses[tid, 9],
+        walls_only,
     )

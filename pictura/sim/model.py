@@ -16,6 +16,7 @@ import warp as wp
 
 from pictura.maps.roadmap import RoadMap
 from pictura.sim.config import SimConfig
+from pictura.sim.dynamics import A_LONG_MAX
 from pictura.sim.grid import bin_segments, grid_for_bounds
 from pictura.sim.snapshot import WorldLayout
 
@@ -44,12 +45,22 @@ class ModelData:
     # road edges
     edge_a: wp.array(dtype=wp.vec3)
     edge_b: wp.array(dtype=wp.vec3)
+    edge_wall: wp.array(dtype=wp.int32)
     map_edge_start: wp.array(dtype=wp.int32)
+    # pedestrian paths and parking
+    ped_seg_a: wp.array(dtype=wp.vec3)
+    ped_seg_b: wp.array(dtype=wp.vec3)
+    ped_seg_next: wp.array(dtype=wp.int32)
+    ped_seg_prev: wp.array(dtype=wp.int32)
+    map_ped_seg_start: wp.array(dtype=wp.int32)
+    park_spot: wp.array(dtype=wp.vec4)
+    map_park_start: wp.array(dtype=wp.int32)
     # stop lines, lights, junctions
     stop_line_a: wp.array(dtype=wp.vec3)
     stop_line_b: wp.array(dtype=wp.vec3)
     stop_line_lane: wp.array(dtype=wp.int32)
     stop_line_light: wp.array(dtype=wp.int32)
+    map_stop_start: wp.array(dtype=wp.int32)
     light_junction: wp.array(dtype=wp.int32)
     light_group: wp.array(dtype=wp.int32)
     map_light_start: wp.array(dtype=wp.int32)
@@ -78,6 +89,14 @@ class ModelData:
     cond_low: wp.array(dtype=float)
     cond_high: wp.array(dtype=float)
     cond_kind: wp.array(dtype=wp.int32)
+    # per agent type (AGENT_* index)
+    type_v_max: wp.array(dtype=float)
+    type_accel_max: wp.array(dtype=float)
+    type_length_lo: wp.array(dtype=float)
+    type_length_hi: wp.array(dtype=float)
+    type_width_lo: wp.array(dtype=float)
+    type_width_hi: wp.array(dtype=float)
+    type_height: wp.array(dtype=float)
     # rules (SimConfig)
     dt: float
     episode_length: int
@@ -91,11 +110,19 @@ class ModelData:
     max_goal_turn_cos: float
     spawn_attempts: int
     spawn_forecast_s: float
-    length_lo: float
-    length_hi: float
-    width_lo: float
-    width_hi: float
-    height: float
+    num_slots: int
+    parked_per_world: int
+    pedestrian_fraction: float
+    cyclist_fraction: float
+    pedestrian_goal_radius: float
+    ped_goal_lo: float
+    ped_goal_hi: float
+    parked_length_lo: float
+    parked_length_hi: float
+    parked_width_lo: float
+    parked_width_hi: float
+    parked_height: float
+    spawn_speed_fraction: float
     eval_mode: int
     eval_goal_radius: float
     green_lo: float
@@ -125,9 +152,15 @@ class Model:
       lane_succ                (Es,) int32       successor lane ids (global)
       map_lane_start           (M + 1,) int32    lanes of map m: [start[m], start[m+1])
       map_lane_seg_start       (M + 1,) int32    lane segments of map m
-    Road edges:   edge_a, edge_b (E,) vec3 m; map_edge_start (M + 1,)
+    Road edges and walls (one list, one grid): edge_a, edge_b (E,) vec3 m; edge_wall (E,) int
+                  1 for a wall base segment (walls: off-road for vehicles and cyclists, a
+                  collision for pedestrians), 0 for a road edge; map_edge_start (M + 1,)
+    Pedestrian paths: ped_seg_a/b (Np,) vec3 m: sidewalk centrelines, crosswalk centre lines, or
+                  the road edges when a map has neither; ped_seg_next/prev (Np,) neighbour
+                  segment on the same polyline or -1; map_ped_seg_start (M + 1,)
+    Parking:      park_spot (Kp,) vec4 (x, y, z m, heading rad); map_park_start (M + 1,)
     Stop lines:   stop_line_a/b (K,) vec3 m; stop_line_lane (K,) global lane;
-                  stop_line_light (K,) map-local light index or -1
+                  stop_line_light (K,) map-local light index or -1; map_stop_start (M + 1,)
     Lights:       light_junction (T,) global junction; light_group (T,) phase group;
                   map_light_start (M + 1,); junction_group_count (J,); map_junction_start (M + 1,)
     Grids (one per map): map_grid_origin (M,) vec2 m; map_grid_cell (M,) m;
@@ -139,6 +172,8 @@ class Model:
                   world_light_world (Tw,) world of each world light; world_light_map_light (Tw,)
                   its global map light id
     Conditioning: cond_low, cond_high (17,) float; cond_kind (17,) DIST_* (Table 2)
+    Agent types:  type_v_max, type_accel_max (3,) m/s, m/s^2; type_length_lo/hi,
+                  type_width_lo/hi, type_height (3,) m, indexed by AGENT_*
     """
 
     def __init__(self, device: str, config: SimConfig, layout: WorldLayout, map_names: list[str]):
@@ -188,6 +223,46 @@ def _starts(counts: list[int]) -> np.ndarray:
     return out
 
 
+def pedestrian_paths(rm: RoadMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Segments pedestrians spawn on and walk along: sidewalk centrelines and crosswalk centre
+    lines (the long axis of each quad); the road edges when a map has neither.
+
+    Returns ``(Np, 3)`` start and end points and ``(Np,)`` map-local next / previous segment on
+    the same polyline (-1 at its ends).
+    """
+    polylines = [rm.sidewalk_points[rm.sidewalk_offsets[k] : rm.sidewalk_offsets[k + 1]] for k in range(len(rm.sidewalk_offsets) - 1)]
+    for quad in rm.crosswalk_points.reshape(-1, 4, 3):
+        m01, m23 = 0.5 * (quad[0] + quad[1]), 0.5 * (quad[2] + quad[3])
+        m12, m30 = 0.5 * (quad[1] + quad[2]), 0.5 * (quad[3] + quad[0])
+        line = (m01, m23) if np.linalg.norm(m23 - m01) >= np.linalg.norm(m30 - m12) else (m12, m30)
+        polylines.append(np.stack(line))
+    polylines = [p for p in polylines if len(p) >= 2]
+    if not polylines:
+        polylines = [
+            rm.road_edge_points[rm.road_edge_offsets[k] : rm.road_edge_offsets[k + 1]]
+            for k in range(rm.road_edge_count)
+        ]
+        polylines = [p for p in polylines if len(p) >= 2]
+    seg_a, seg_b, nxt, prv = [], [], [], []
+    n = 0
+    for p in polylines:
+        k = len(p) - 1
+        seg_a.append(p[:-1])
+        seg_b.append(p[1:])
+        nxt.append(np.where(np.arange(k) < k - 1, n + np.arange(k) + 1, -1))
+        prv.append(np.where(np.arange(k) > 0, n + np.arange(k) - 1, -1))
+        n += k
+    if not seg_a:
+        z3 = np.zeros((0, 3), np.float32)
+        return z3, z3, np.zeros(0, np.int32), np.zeros(0, np.int32)
+    return (
+        np.concatenate(seg_a).astype(np.float32),
+        np.concatenate(seg_b).astype(np.float32),
+        np.concatenate(nxt).astype(np.int32),
+        np.concatenate(prv).astype(np.int32),
+    )
+
+
 def build_model(
     road_maps: list[RoadMap], layout: WorldLayout, config: SimConfig, device: str = "cpu"
 ) -> Model:
@@ -210,6 +285,11 @@ def build_model(
     if config.agents_per_world[1] > min_slots:
         raise ValueError(
             f"SimConfig.agents_per_world high {config.agents_per_world[1]} exceeds the {min_slots} slots of a world"
+        )
+    if layout.parked_per_world != config.parked_per_world:
+        raise ValueError(
+            f"layout.parked_per_world {layout.parked_per_world} != SimConfig.parked_per_world "
+            f"{config.parked_per_world} (pass parked_per_world to WorldLayout.uniform)"
         )
     if len(layout.slot_world) != int(layout.world_slot_count.sum()):
         raise ValueError("layout.slot_world does not match layout.world_slot_count")
@@ -253,10 +333,18 @@ def build_model(
         counts = np.diff(rm.lane_successor_offsets)
         succ_off.extend((succ_off[-1] + np.cumsum(counts)).tolist())
         succ.append(rm.lane_successors.astype(np.int32) + l0)
-        eseg = rm.road_edge_segments()
+        road_eseg = rm.road_edge_segments()
+        # walls share the road-edge list and grid, flagged, so one query serves both rules
+        eseg = np.concatenate([road_eseg, rm.wall_points.astype(np.float32).reshape(-1, 2, 3)])
+        a.setdefault("edge_wall_list", []).append(
+            np.concatenate([np.zeros(len(road_eseg), np.int32), np.ones(len(rm.wall_points), np.int32)])
+        )
         edge_a.append(eseg[:, 0])
         edge_b.append(eseg[:, 1])
         edge_counts.append(len(eseg))
+        ped_a, ped_b, ped_next, ped_prev = pedestrian_paths(rm)
+        a.setdefault("ped_parts", []).append((ped_a, ped_b, ped_next, ped_prev))
+        a.setdefault("park_list", []).append(rm.parking_spots.astype(np.float32).reshape(-1, 4))
         stops = np.full(rm.lane_count, -1, np.int32)
         stops[rm.stop_line_lane] = np.arange(len(rm.stop_line_lane), dtype=np.int32) + stop_total
         lane_stop.append(stops)
@@ -320,6 +408,23 @@ def build_model(
     a["edge_a"] = cat(edge_a, (3,))
     a["edge_b"] = cat(edge_b, (3,))
     a["map_edge_start"] = _starts(edge_counts)
+    a["edge_wall"] = cat(a.pop("edge_wall_list"), dtype=i)
+    ped_parts = a.pop("ped_parts")
+    ped_counts = [len(p[0]) for p in ped_parts]
+    ped_start = _starts(ped_counts)
+    a["ped_seg_a"] = cat([p[0] for p in ped_parts], (3,))
+    a["ped_seg_b"] = cat([p[1] for p in ped_parts], (3,))
+    a["ped_seg_next"] = cat(
+        [np.where(p[2] >= 0, p[2] + ped_start[m], -1) for m, p in enumerate(ped_parts)], dtype=i
+    )
+    a["ped_seg_prev"] = cat(
+        [np.where(p[3] >= 0, p[3] + ped_start[m], -1) for m, p in enumerate(ped_parts)], dtype=i
+    )
+    a["map_ped_seg_start"] = ped_start
+    parks = a.pop("park_list")
+    a["park_spot"] = cat(parks, (4,))
+    a["map_park_start"] = _starts([len(p) for p in parks])
+    a["map_stop_start"] = _starts([len(rm.stop_line_lane) for rm in road_maps])
     a["stop_line_a"] = cat(stop_a, (3,))
     a["stop_line_b"] = cat(stop_b, (3,))
     a["stop_line_lane"] = cat(stop_lane, dtype=i)
@@ -363,6 +468,20 @@ def build_model(
     a["cond_low"] = np.asarray([c.low for c in table], f)
     a["cond_high"] = np.asarray([c.high for c in table], f)
     a["cond_kind"] = np.asarray([c.kind_id for c in table], i)
+    v_max = float(config.eval_v_max if config.eval else config.v_max)
+    vlen = config.eval_vehicle_length if config.eval else config.vehicle_length
+    vwid = config.eval_vehicle_width if config.eval else config.vehicle_width
+    per_type = {  # AGENT_VEHICLE, AGENT_PEDESTRIAN, AGENT_CYCLIST
+        "type_v_max": (v_max, min(v_max, config.pedestrian_v_max), min(v_max, config.cyclist_v_max)),
+        "type_accel_max": (A_LONG_MAX, config.pedestrian_accel_max, config.cyclist_accel_max),
+        "type_length_lo": (vlen[0], config.pedestrian_length[0], config.cyclist_length[0]),
+        "type_length_hi": (vlen[1], config.pedestrian_length[1], config.cyclist_length[1]),
+        "type_width_lo": (vwid[0], config.pedestrian_width[0], config.cyclist_width[0]),
+        "type_width_hi": (vwid[1], config.pedestrian_width[1], config.cyclist_width[1]),
+        "type_height": (config.vehicle_height, config.pedestrian_height, config.cyclist_height),
+    }
+    for name, values in per_type.items():
+        a[name] = np.asarray(values, f)
 
     dtypes = {k: v for k, v in ModelData.vars.items()}
     for name, values in a.items():
@@ -373,26 +492,32 @@ def build_model(
         setattr(model.data, name, arr)
 
     c = config
-    length = c.eval_vehicle_length if c.eval else c.vehicle_length
-    width = c.eval_vehicle_width if c.eval else c.vehicle_width
     scalars = dict(
         dt=float(c.dt),
         episode_length=int(c.episode_length),
         early_reset_halted_fraction=float(c.early_reset_halted_fraction),
         agents_lo=int(c.agents_per_world[0]),
         agents_hi=int(c.agents_per_world[1]),
-        v_max=float(c.v_max),
+        v_max=v_max,
         v_min=float(c.v_min),
         goal_spacing_lo=float(c.goal_spacing_m[0]),
         goal_spacing_hi=float(c.goal_spacing_m[1]),
         max_goal_turn_cos=math.cos(math.radians(c.max_goal_turn_deg)),
         spawn_attempts=int(c.spawn_attempts),
         spawn_forecast_s=float(c.spawn_forecast_s),
-        length_lo=float(length[0]),
-        length_hi=float(length[1]),
-        width_lo=float(width[0]),
-        width_hi=float(width[1]),
-        height=float(c.vehicle_height),
+        num_slots=int(layout.num_slots),
+        parked_per_world=int(layout.parked_per_world),
+        pedestrian_fraction=float(c.pedestrian_fraction),
+        cyclist_fraction=float(c.cyclist_fraction),
+        pedestrian_goal_radius=float(c.pedestrian_goal_radius),
+        ped_goal_lo=float(c.pedestrian_goal_spacing_m[0]),
+        ped_goal_hi=float(c.pedestrian_goal_spacing_m[1]),
+        parked_length_lo=float(c.parked_length[0]),
+        parked_length_hi=float(c.parked_length[1]),
+        parked_width_lo=float(c.parked_width[0]),
+        parked_width_hi=float(c.parked_width[1]),
+        parked_height=float(c.parked_height),
+        spawn_speed_fraction=float(c.spawn_speed_fraction),
         eval_mode=int(c.eval),
         eval_goal_radius=float(c.eval_goal_radius),
         green_lo=float(c.eval_light_s[0] if c.eval else c.light_green_s[0]),

@@ -5,11 +5,13 @@ PPO re-renders minibatches from a history of these snapshots instead of storing 
 `pictura.sim` and `pictura.render`: one source of truth for both.
 
 Per step:
-- ``agent_box``  ``(slot, BOX_WIDTH)`` float32: x, y, z (m, box bottom centre), heading (rad),
+- ``agent_box``  ``(box, BOX_WIDTH)`` float32 with ``WorldLayout.box_count`` = S + P rows: rows
+  ``0..S`` are the agent slots, rows ``S + w * parked_per_world ..`` world ``w``'s parked cars
+  (static; they take no slot and never act). Each row: x, y, z (m, box bottom centre), heading (rad),
   length, width, height (m), kind (AGENT_* as float; ``BOX_INVALID`` = -1 for an empty slot).
 - ``light_state`` ``(world_light,)`` int32 LIGHT_* for every light of every world, world ``w``'s
   lights starting at ``WorldLayout.world_light_start[w]``.
-A history stacks them: ``(step, slot, BOX_WIDTH)`` and ``(step, world_light)``.
+A history stacks them: ``(step, box, BOX_WIDTH)`` and ``(step, world_light)``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,16 @@ class WorldLayout:
     world_light_start: np.ndarray  # (W,) int32 offset into the flat light-state array
     light_count: int  # total lights over all worlds
     slot_world: np.ndarray  # (S,) int32
+    parked_per_world: int = 0  # parked-car snapshot rows per world (after the S slot rows)
+
+    @property
+    def box_count(self) -> int:
+        """Rows of the ``agent_box`` snapshot: S slots then W x parked_per_world parked cars."""
+        return self.num_slots + self.num_worlds * self.parked_per_world
+
+    def world_parked_start(self, w: int) -> int:
+        """First ``agent_box`` row of world ``w``'s parked cars."""
+        return self.num_slots + w * self.parked_per_world
 
     @property
     def num_worlds(self) -> int:
@@ -48,13 +60,21 @@ class WorldLayout:
         return len(self.slot_world)
 
     @staticmethod
-    def uniform(world_map: np.ndarray | list[int], slots_per_world: int, lights_per_map: list[int]) -> WorldLayout:
-        """Every world gets ``slots_per_world`` slots; ``lights_per_map[m]`` lights of map m."""
+    def uniform(
+        world_map: np.ndarray | list[int],
+        slots_per_world: int,
+        lights_per_map: list[int],
+        parked_per_world: int = 0,
+    ) -> WorldLayout:
+        """Every world gets ``slots_per_world`` slots; ``lights_per_map[m]`` lights of map m;
+        ``parked_per_world`` parked-car rows (must equal ``SimConfig.parked_per_world``)."""
         world_map = np.asarray(world_map, np.int32)
         if world_map.ndim != 1 or len(world_map) == 0:
             raise ValueError("world_map must list at least one world")
         if slots_per_world < 1:
             raise ValueError(f"slots_per_world must be >= 1, got {slots_per_world}")
+        if parked_per_world < 0:
+            raise ValueError(f"parked_per_world must be >= 0, got {parked_per_world}")
         if world_map.min() < 0 or world_map.max() >= len(lights_per_map):
             raise ValueError(f"world_map holds a map index outside 0..{len(lights_per_map) - 1}")
         W = len(world_map)
@@ -70,4 +90,5 @@ class WorldLayout:
             world_light_start=light_start,
             light_count=int(lights.sum()),
             slot_world=np.repeat(np.arange(W, dtype=np.int32), slots_per_world),
+            parked_per_world=int(parked_per_world),
         )

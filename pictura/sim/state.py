@@ -51,6 +51,7 @@ class StateData:
     lane_heading_error: wp.array(dtype=float)
     goal: wp.array2d(dtype=wp.vec3)
     goal_index: wp.array(dtype=wp.int32)
+    path_seg: wp.array(dtype=wp.int32)
     conditioning: wp.array2d(dtype=float)
     prev_pos: wp.array(dtype=wp.vec3)
     prev_heading: wp.array(dtype=float)
@@ -66,6 +67,7 @@ class StateData:
     world_seed: wp.array(dtype=wp.int32)
     world_reset: wp.array(dtype=wp.int32)
     world_agent_count: wp.array(dtype=wp.int32)
+    world_active_count: wp.array(dtype=wp.int32)
     junction_green: wp.array(dtype=float)
     junction_yellow: wp.array(dtype=float)
     junction_red: wp.array(dtype=float)
@@ -104,7 +106,8 @@ class State(_Mirrored):
       lane_offset (S,) m signed lateral offset from the lane centre (left negative);
       lane_heading_error (S,) rad heading minus lane heading, wrapped to [-pi, pi];
       goal (S, 3) vec3 m: the current set of waypoints; goal_index (S,) next one to reach
-      (3 = set done, waiting for a lane to draw the next set);
+      (3 = set done, waiting for a lane to draw the next set); path_seg (S,) pedestrians: the
+      pedestrian-path segment (global id) of the last waypoint, where the next set starts;
       conditioning (S, CONDITIONING_WIDTH) raw Table 2 values then the type one-hot;
       prev_pos (S,) vec3 m, prev_heading (S,) rad: pose before this step (swept tests);
       distance (S,) m driven this episode.
@@ -116,13 +119,16 @@ class State(_Mirrored):
     Per world:
       world_step (W,) steps since the world's reset; world_episode (W,) resets since `reset`;
       world_seed (W,) int32 RNG key; world_reset (W,) 1 if the world was reset this step;
-      world_agent_count (W,) agents drawn at the last reset (some may have found no spawn).
+      world_agent_count (W,) agents drawn at the last reset (some may have found no spawn);
+      world_active_count (W,) slots valid and not halted after this step (slot utilisation).
     Traffic lights:
       junction_green/yellow/red (Jw,) s phase durations; junction_offset (Jw,) s;
       junction_mode (Jw,) 0 cycling, 1 off, 2 always green; light_off (Tw,) int 0/1;
       light_state (Tw,) int32 LIGHT_* (`snapshot.py`).
     Snapshot and observations (written at the end of every step and reset):
-      agent_box (S, BOX_WIDTH) per `snapshot.py` (invalid slots: zeros, kind BOX_INVALID);
+      agent_box (S + P, BOX_WIDTH) per `snapshot.py`: S slot rows (invalid slots: zeros, kind
+      BOX_INVALID) then P = W x parked_per_world parked-car rows (kind AGENT_VEHICLE; a car
+      that found no place: zeros, kind BOX_INVALID), redrawn at each world reset;
       obs_ego (S, EGO_WIDTH); obs_ego_aux (S, EGO_AUX_WIDTH);
       obs_goals (S, GOAL_FEATURES): (x, y) / 600 m of the 3 waypoints in the ego frame, from the
       next one on (the last one repeats once passed); obs_conditioning (S, CONDITIONING_WIDTH)
@@ -140,7 +146,7 @@ class State(_Mirrored):
             "conditioning": (S, CONDITIONING_WIDTH),
             "reward_terms": (S, NUM_REWARD_TERMS),
             "events": (S, NUM_EVENTS),
-            "agent_box": (S, BOX_WIDTH),
+            "agent_box": (model.layout.box_count, BOX_WIDTH),
             "obs_ego": (S, EGO_WIDTH),
             "obs_ego_aux": (S, EGO_AUX_WIDTH),
             "obs_goals": (S, GOAL_FEATURES),

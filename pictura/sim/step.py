@@ -71,9 +71,10 @@ def boxes_overlap(boxes_a: np.ndarray, boxes_b: np.ndarray, device: str = "cpu")
     return out.numpy().astype(bool)
 
 
-def swept_offroad(model: Model, map_index: int, poses: np.ndarray) -> np.ndarray:
+def swept_offroad(model: Model, map_index: int, poses: np.ndarray, walls_only: bool = False) -> np.ndarray:
     """Off-road rule on ``(N, 10)`` rows (x0, y0, z0, heading0, x1, y1, z1, heading1, length,
-    width) against map ``map_index``'s road edges: ``(N,)`` bool."""
+    width) against map ``map_index``'s road edges and walls (walls only with ``walls_only``,
+    the pedestrian wall-collision test): ``(N,)`` bool."""
     p = np.ascontiguousarray(poses, np.float32)
     if p.ndim != 2 or p.shape[1] != 10:
         raise ValueError(f"poses must be (N, 10), got {p.shape}")
@@ -83,8 +84,16 @@ def swept_offroad(model: Model, map_index: int, poses: np.ndarray) -> np.ndarray
     wp.launch(
         kernels.offroad_probe_kernel,
         len(p),
-        inputs=[model.data, int(map_index), wp.array(p, dtype=float, device=model.device)],
+        inputs=[model.data, int(map_index), wp.array(p, dtype=float, device=model.device), int(walls_only)],
         outputs=[out],
         device=model.device,
     )
     return out.numpy().astype(bool)
+
+
+def slot_utilisation(state: State) -> float:
+    """Share of agent slots that are active (valid and not halted) in ``state``: the fraction of
+    the slot pool doing useful work (host-side; syncs the device). Per-world counts stay on the
+    device in ``state.world_active_count``."""
+    active = state.active.numpy()
+    return float(active.sum()) / max(len(active), 1)

@@ -94,7 +94,9 @@ def make_world(
 ):
     """Model + two states + control for ``world_map`` worlds of ``slots_per_world`` slots."""
     config = config or SimConfig(agents_per_world=(1, slots_per_world))
-    layout = WorldLayout.uniform(world_map, slots_per_world, [len(m.light_position) for m in road_maps])
+    layout = WorldLayout.uniform(
+        world_map, slots_per_world, [len(m.light_position) for m in road_maps], config.parked_per_world
+    )
     model = build_model(road_maps, layout, config, device=DEVICE)
     return model, model.state(), model.state(), model.control()
 
@@ -145,7 +147,9 @@ JERK_LONG = (-15.0, -4.0, 0.0, 4.0)
 JERK_LAT = (-4.0, 0.0, 4.0)
 
 
-def np_bicycle(x, y, h, v, al, at, st, length, action, ct, cs, cc, v_min=-2.0, v_max=40.0, dt=0.1):
+def np_bicycle(
+    x, y, h, v, al, at, st, length, action, ct, cs, cc, v_min=-2.0, v_max=40.0, dt=0.1, a_long_max=2.5
+):
     """REFERENCE.md "Dynamics", written out in float64 NumPy, vectorised over agents."""
 
     def snap(old, new, lo, hi):
@@ -153,7 +157,7 @@ def np_bicycle(x, y, h, v, al, at, st, length, action, ct, cs, cc, v_min=-2.0, v
 
     jl = np.asarray(JERK_LONG)[action // 3]
     jt = np.asarray(JERK_LAT)[action % 3]
-    al2 = snap(al, al + ct * jl * dt, -5.0, 2.5 * cc)
+    al2 = snap(al, al + ct * jl * dt, -5.0, a_long_max * cc)
     at2 = snap(at, at + cs * jt * dt, -4.0, 4.0)
     v2 = snap(v, v + 0.5 * (al2 + al) * dt, v_min, v_max)
     wb = 0.6 * length
@@ -231,3 +235,53 @@ def np_segments_intersect(p1, p2, q1, q2) -> np.ndarray:
     d3 = cross(p2 - p1, q1 - p1)
     d4 = cross(p2 - p1, q2 - p1)
     return (d1 * d2 <= 0) & (d3 * d4 <= 0)
+
+
+def vehicle_config(**overrides) -> SimConfig:
+    """The issue-2 world: vehicles only, no parked cars (tests of rules that predate types)."""
+    base = dict(pedestrian_fraction=0.0, cyclist_fraction=0.0, parked_per_world=0)
+    base.update(overrides)
+    return SimConfig(**base)
+
+
+def with_walls(rm: RoadMap, walls: np.ndarray, height: float = 3.0) -> RoadMap:
+    """``rm`` plus wall base segments ``walls`` (K, 2, 3)."""
+    from dataclasses import replace
+
+    walls = np.asarray(walls, np.float32).reshape(-1, 2, 3)
+    return replace(rm, wall_points=walls, wall_height=np.full(len(walls), height, np.float32))
+
+
+def np_boxes_overlap_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Strict SAT overlap of box rows (x, y, heading, length, width), vectorised over pairs."""
+    out = np.ones(len(a), bool)
+    ua = np.stack([np.cos(a[:, 2]), np.sin(a[:, 2])], 1)
+    ub = np.stack([np.cos(b[:, 2]), np.sin(b[:, 2])], 1)
+    va = np.stack([-ua[:, 1], ua[:, 0]], 1)
+    vb = np.stack([-ub[:, 1], ub[:, 0]], 1)
+    d = b[:, :2] - a[:, :2]
+    for axis in (ua, va, ub, vb):
+        ra = 0.5 * a[:, 3] * np.abs((ua * axis).sum(1)) + 0.5 * a[:, 4] * np.abs((va * axis).sum(1))
+        rb = 0.5 * b[:, 3] * np.abs((ub * axis).sum(1)) + 0.5 * b[:, 4] * np.abs((vb * axis).sum(1))
+        out &= np.abs((d * axis).sum(1)) < ra + rb - 1e-4  # a float32 margin: touching is not overlap
+    return out
+
+
+def np_overlapping_pairs(boxes: np.ndarray, group: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """(K, 2) index pairs of rows in the same ``group`` and |dz| < 4 m whose boxes overlap."""
+    i, j = np.triu_indices(len(boxes), 1)
+    keep = (group[i] == group[j]) & (np.abs(z[i] - z[j]) < 4.0)
+    r = 0.5 * np.hypot(boxes[:, 3], boxes[:, 4])
+    keep &= np.linalg.norm(boxes[i, :2] - boxes[j, :2], axis=1) < r[i] + r[j]
+    i, j = i[keep], j[keep]
+    hit = np_boxes_overlap_pairs(boxes[i], boxes[j])
+    return np.stack([i[hit], j[hit]], 1)
+
+
+def np_point_polyline_distance(p: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """Distance (m, xy) from each point ``p`` (N, 2) to the nearest segment of ``seg`` (K, 2, 2)."""
+    a, b = seg[:, 0], seg[:, 1]
+    ab = b - a
+    den = np.maximum((ab**2).sum(-1), 1e-12)
+    t = np.clip(((p[:, None] - a) * ab).sum(-1) / den, 0, 1)
+    return np.linalg.norm(a + ab * t[..., None] - p[:, None], axis=-1).min(1)

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from pictura.sim import EVENTS, REWARD_TERMS, SimConfig, reset, step
+from pictura.sim import EVENTS, REWARD_TERMS, reset, step
 from pictura.sim.features import COND_COLLISION
 from pictura.sim.step import boxes_overlap
 
-from .conftest import loop_map, make_world, np_box_corners, np_polygons_overlap, set_slots, without_edges
+from .conftest import (
+    loop_map,
+    make_world,
+    np_box_corners,
+    np_polygons_overlap,
+    set_slots,
+    vehicle_config,
+    without_edges,
+)
 
 
 def _reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -72,7 +80,7 @@ def test_random_pairs_match_polygon_reference():
 
 
 def _three_agent_world():
-    cfg = SimConfig(agents_per_world=(3, 3), episode_length=1000)
+    cfg = vehicle_config(agents_per_world=(3, 3), episode_length=1000)
     model, s0, s1, ctl = make_world([without_edges(loop_map())], [0], 3, cfg)
     reset(model, s0, 0)
     ctl.action.assign(np.full(3, 7, np.int32))  # zero jerk: agents at rest stay put

@@ -58,15 +58,15 @@ def test_more_agents_than_slots_is_an_error():
     road = loop_map()
     layout = WorldLayout.uniform([0], 10, [len(road.light_position)])
     with pytest.raises(ValueError, match="agents_per_world"):
-        build_model([road], layout, SimConfig(agents_per_world=(1, 11)))
+        build_model([road], layout, SimConfig(agents_per_world=(1, 11), parked_per_world=0))
     with pytest.raises(ValueError, match="world_light"):
-        build_model([road], WorldLayout.uniform([0], 10, [0]), SimConfig(agents_per_world=(1, 10)))
+        build_model([road], WorldLayout.uniform([0], 10, [0]), SimConfig(agents_per_world=(1, 10), parked_per_world=0))
 
 
 def test_model_packs_maps_with_global_ids():
     a, b = loop_map(name="a"), loop_map(half_x=50, name="b")
     layout = WorldLayout.uniform([1, 0, 1], 4, [5, 5])
-    model = build_model([a, b], layout, SimConfig(agents_per_world=(1, 4)))
+    model = build_model([a, b], layout, SimConfig(agents_per_world=(1, 4), parked_per_world=0))
     lane_start = model.map_lane_start.numpy()
     assert lane_start.tolist() == [0, a.lane_count, a.lane_count + b.lane_count]
     succ = model.lane_succ.numpy()
@@ -92,7 +92,7 @@ def test_model_packs_maps_with_global_ids():
 def test_control_validate_names_the_bad_action():
     road = loop_map()
     layout = WorldLayout.uniform([0], 4, [len(road.light_position)])
-    model = build_model([road], layout, SimConfig(agents_per_world=(1, 4)))
+    model = build_model([road], layout, SimConfig(agents_per_world=(1, 4), parked_per_world=0))
     control = model.control()
     control.validate()
     control.action.assign(np.array([0, 11, 12, 3], np.int32))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from pictura.sim import SimConfig, reset, step
+from pictura.sim import reset, step
 
-from .conftest import loop_map, make_world
+from .conftest import loop_map, make_world, vehicle_config
 
 
 def _rollout(seed: int, steps: int = 150) -> dict[str, np.ndarray]:
-    cfg = SimConfig(agents_per_world=(5, 20), episode_length=60)
+    cfg = vehicle_config(agents_per_world=(5, 20), episode_length=60)
     model, s0, s1, ctl = make_world([loop_map()], [0, 0], 20, cfg)
     reset(model, s0, seed)
     rng = np.random.default_rng(123)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from pictura.sim import SimConfig, reset, step
+from pictura.sim import reset, step
 from pictura.sim.features import COND_ACC, COND_STEER, COND_THROTTLE
 
-from .conftest import loop_map, make_world, np_bicycle, set_slots, without_edges, wrap
+from .conftest import loop_map, make_world, np_bicycle, set_slots, vehicle_config, without_edges, wrap
 
 W = 48  # one agent per world: no collisions, and no edges: no off-road, so nothing halts
 
 
 def _setup(seed: int):
-    cfg = SimConfig(agents_per_world=(1, 1), episode_length=100_000)
+    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=100_000)
     model, s0, s1, ctl = make_world([without_edges(loop_map())], [0] * W, 1, cfg)
     reset(model, s0, seed)
     rng = np.random.default_rng(seed)

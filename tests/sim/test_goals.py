@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from pictura.sim import EVENTS, REWARD_TERMS, SimConfig, reset, step
+from pictura.sim import EVENTS, REWARD_TERMS, reset, step
 from pictura.sim.features import COND_DELTA_GOAL, COND_V_GOAL
 
-from .conftest import loop_map, make_world, set_slots, without_edges
+from .conftest import loop_map, make_world, set_slots, vehicle_config, without_edges
 
 GOAL = EVENTS.index("goal")
 
 
 def _agent_on_lane():
     """One agent spawned on a lane of the loop, then driven straight ahead at 30 m/s."""
-    cfg = SimConfig(agents_per_world=(1, 1), episode_length=1000)
+    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=1000)
     road = without_edges(loop_map())
     model, s0, s1, ctl = make_world([road], [0], 1, cfg)
     reset(model, s0, 5)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF, LIGHT_RED, LIGHT_YELLOW
-from pictura.sim import SimConfig, reset, step
+from pictura.sim import reset, step
 
-from .conftest import loop_map, make_world
+from .conftest import loop_map, make_world, vehicle_config
 
 
 def _np_lights(model, road, st):
@@ -42,7 +42,7 @@ def _np_lights(model, road, st):
 
 def test_light_schedule_matches_reference():
     road = loop_map()
-    cfg = SimConfig(agents_per_world=(1, 2), episode_length=400)
+    cfg = vehicle_config(agents_per_world=(1, 2), episode_length=400)
     model, s0, s1, ctl = make_world([road], [0] * 8, 2, cfg)
     reset(model, s0, 2)
     ctl.action.assign(np.full(model.num_slots, 7, np.int32))
@@ -68,7 +68,7 @@ def test_light_schedule_matches_reference():
 
 def test_eval_timings():
     road = loop_map()
-    cfg = SimConfig(agents_per_world=(1, 1), eval=True)
+    cfg = vehicle_config(agents_per_world=(1, 1), eval=True)
     model, s0, s1, ctl = make_world([road], [0, 0], 1, cfg)
     reset(model, s0, 0)
     st = s0.numpy()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from pictura.sim import CONDITIONING_TABLE, EVENTS, REWARD_TERMS, SimConfig, reset, step
+from pictura.sim import CONDITIONING_TABLE, EVENTS, REWARD_TERMS, reset, step
 from pictura.sim.features import CONDITIONING_WIDTH, EGO_AUX_WIDTH, EGO_WIDTH, GOAL_FEATURES, NUM_COEFFICIENTS
 
-from .conftest import loop_map, make_world
+from .conftest import loop_map, make_world, vehicle_config
 
 
 def _np_conditioning(raw: np.ndarray) -> np.ndarray:
@@ -67,7 +67,7 @@ def _np_rewards(st: dict) -> np.ndarray:
 
 def test_observations_and_rewards_match_reference():
     road = loop_map()
-    cfg = SimConfig(agents_per_world=(10, 20), episode_length=10_000)
+    cfg = vehicle_config(agents_per_world=(10, 20), episode_length=10_000)
     model, s0, s1, ctl = make_world([road], [0, 0], 20, cfg)
     reset(model, s0, 4)
     rng = np.random.default_rng(1)

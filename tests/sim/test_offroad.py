@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from pictura.sim import EVENTS, REWARD_TERMS, SimConfig, reset, step
+from pictura.sim import EVENTS, REWARD_TERMS, reset, step
 from pictura.sim.features import COND_OFFROAD
 from pictura.sim.step import swept_offroad
 
-from .conftest import make_world, set_slots, straight_map
+from .conftest import make_world, set_slots, straight_map, vehicle_config
 
 H = np.pi / 2
 
 
 def _model():
-    cfg = SimConfig(agents_per_world=(1, 1))
+    cfg = vehicle_config(agents_per_world=(1, 1))
     return make_world([straight_map()], [0], 1, cfg)
 
 

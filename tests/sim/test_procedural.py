@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pictura.sim import SimConfig, reset, step
+from pictura.sim import reset, step
 
-from .conftest import make_world
+from .conftest import make_world, vehicle_config
 
 
 def test_procedural_town_runs():
@@ -15,7 +15,7 @@ def test_procedural_town_runs():
         "pictura.maps.procedural", reason="pictura.maps.procedural not written yet"
     )
     road = procedural.generate(seed=0)
-    cfg = SimConfig(agents_per_world=(20, 40))
+    cfg = vehicle_config(agents_per_world=(20, 40))
     model, s0, s1, ctl = make_world([road], [0, 0], 40, cfg)
     reset(model, s0, 0)
     assert s0.valid.numpy().sum() > 20

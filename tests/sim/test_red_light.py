@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 
 from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF, LIGHT_RED, LIGHT_YELLOW
-from pictura.sim import EVENTS, REWARD_TERMS, SimConfig, reset, step
+from pictura.sim import EVENTS, REWARD_TERMS, reset, step
 from pictura.sim.features import COND_STOP_LINE
 
-from .conftest import make_world, set_slots, straight_map
+from .conftest import make_world, set_slots, straight_map, vehicle_config
 
 RED = EVENTS.index("red_light")
 
 
 def _run(light: int, x: float, heading: float = 0.0, lane: int = 4, y: float = -10.0):
-    model, s0, s1, ctl = make_world([straight_map()], [0], 1, SimConfig(agents_per_world=(1, 1)))
+    model, s0, s1, ctl = make_world([straight_map()], [0], 1, vehicle_config(agents_per_world=(1, 1)))
     reset(model, s0, 0)
     # 4 m long, 10 m/s: the rear bumper moves from x - 2 to x - 1
     set_slots(

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from pictura.sim import EVENTS, SimConfig, reset, step
+from pictura.sim import EVENTS, reset, step
 from pictura.sim.snapshot import BOX_INVALID
 
-from .conftest import loop_map, make_world, wrap
+from .conftest import loop_map, make_world, vehicle_config, wrap
 
 
 def _np_associate(road, pos, heading, current):
@@ -34,7 +34,7 @@ def _np_associate(road, pos, heading, current):
 
 def test_random_rollout_no_nan_and_invariants():
     road = loop_map()
-    cfg = SimConfig(agents_per_world=(4, 24), episode_length=300)
+    cfg = vehicle_config(agents_per_world=(4, 24), episode_length=300)
     model, s0, s1, ctl = make_world([road], [0, 0], 24, cfg)
     reset(model, s0, 11)
     rng = np.random.default_rng(0)

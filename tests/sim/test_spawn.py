@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from pictura.sim import CONDITIONING_TABLE, SimConfig, reset, step
+from pictura.sim import CONDITIONING_TABLE, reset, step
 from pictura.sim.features import COND_TYPE, NUM_COEFFICIENTS
 
-from .conftest import loop_map, make_world, np_box_corners, np_polygons_overlap, np_segments_intersect
+from .conftest import (
+    loop_map,
+    make_world,
+    np_box_corners,
+    np_polygons_overlap,
+    np_segments_intersect,
+    vehicle_config,
+)
 
 
 def test_spawns_are_disjoint_on_road_and_in_range():
     road = loop_map()
-    cfg = SimConfig(agents_per_world=(40, 60))
+    cfg = vehicle_config(agents_per_world=(40, 60))
     model, s0, s1, ctl = make_world([road], [0, 0, 0], 60, cfg)
     edges = road.road_edge_segments()[:, :, :2].astype(np.float64)
     lane_seg, _ = road.lane_segments()
@@ -72,7 +79,7 @@ def test_spawns_are_disjoint_on_road_and_in_range():
 def test_dense_request_leaves_unplaced_slots_invalid():
     # 120 agents of up to 7 m on a small loop cannot all fit: the rest stay invalid, none overlap
     road = loop_map(half_x=20, half_y=10, radius=10)
-    cfg = SimConfig(agents_per_world=(120, 120), spawn_attempts=5)
+    cfg = vehicle_config(agents_per_world=(120, 120), spawn_attempts=5)
     model, s0, s1, ctl = make_world([road], [0], 120, cfg)
     reset(model, s0, 1)
     st = s0.numpy()

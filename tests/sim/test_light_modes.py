@@ -1,0 +1,90 @@
+"""Traffic-light outages and modes (all lights of a world off, one light off, a junction always
+green) at their configured rates, and every stop line of the maps governed by a light."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from pictura.maps import load_road_map
+from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF
+from pictura.maps.sources import data_root
+from pictura.sim import reset
+
+from .conftest import loop_map, make_world, vehicle_config
+
+W = 2000  # worlds of the loop map: 2 junctions, 5 lights each
+
+
+def _reset(**cfg):
+    model, s0, _, _ = make_world([loop_map()], [0] * W, 1, vehicle_config(agents_per_world=(1, 1), **cfg))
+    reset(model, s0, 9)
+    return s0.numpy()
+
+
+def test_outage_rates():
+    st = _reset()
+    mode = st["junction_mode"].reshape(W, 2)
+    off = st["light_off"].reshape(W, 5)
+    all_off = np.all(mode == 1, axis=1)
+    assert np.all((mode == 1).any(1) == all_off)  # a world's junctions are off together
+    se = lambda p, n: 5 * np.sqrt(p * (1 - p) / n)  # noqa: E731
+    assert abs(all_off.mean() - 0.2) < se(0.2, W)
+    green = mode[~all_off] == 2
+    assert abs(green.mean() - 0.05) < se(0.05, green.size)
+    assert abs(off.mean() - 0.2) < se(0.2, off.size)
+    # the states written at reset follow: off worlds and off lights are LIGHT_OFF, always-green
+    # junctions (not off) green
+    ls = st["light_state"].reshape(W, 5)
+    assert np.all(ls[all_off] == LIGHT_OFF) and np.all(ls[off == 1] == LIGHT_OFF)
+    junction = np.array([0, 0, 1, 1, 1])
+    lit_green = (mode[:, junction] == 2) & (off == 0)
+    assert np.all(ls[lit_green] == LIGHT_GREEN)
+
+
+@pytest.mark.parametrize(
+    "cfg, expected",
+    [
+        (dict(light_all_off_p=1.0), LIGHT_OFF),
+        (dict(light_off_p=1.0, light_all_off_p=0.0), LIGHT_OFF),
+        (dict(light_always_green_p=1.0, light_all_off_p=0.0, light_off_p=0.0), LIGHT_GREEN),
+    ],
+)
+def test_forced_modes(cfg, expected):
+    st = _reset(**cfg)
+    assert np.all(st["light_state"] == expected)
+
+
+def _check_governed(rm):
+    assert len(rm.stop_line_lane) > 0
+    assert np.all(rm.stop_line_light >= 0), f"{rm.name}: stop lines without a light"
+    assert np.all(rm.light_junction[rm.stop_line_light] >= 0)
+    # the governing light's junction is the one the stop line's lane leads into (lanes whose
+    # successors lie in a junction; a few CARLA approach chunks have no successor listed)
+    checked = 0
+    for k, lane in enumerate(rm.stop_line_lane):
+        juncs = set(rm.lane_junction[rm.successors(lane)].tolist()) - {-1}
+        if juncs:
+            assert rm.light_junction[rm.stop_line_light[k]] in juncs, (rm.name, k)
+            checked += 1
+    assert checked > 0.8 * len(rm.stop_line_lane)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_procedural_stop_lines_have_lights(seed):
+    _check_governed(load_road_map(f"procedural:seed={seed}"))
+
+
+@pytest.mark.parametrize("town", ["Town03", "Town05"])
+def test_carla_stop_lines_have_lights(town):
+    try:
+        root = data_root()
+    except FileNotFoundError:
+        root = None
+    if root is None or not (root / "carla" / f"{town}.xodr").exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but carla/{town}.xodr is missing under the data root")
+        pytest.skip(f"carla/{town}.xodr not under the data root")
+    _check_governed(load_road_map(f"carla:{town}"))
