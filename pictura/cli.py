@@ -1,7 +1,7 @@
 """Command line: ``python -m pictura <command>``.
 
 ``fit | validate | test | predict`` go to LightningCLI (`pictura.modules.cli`); the tools
-(``map-info``, ``render``, ``evaluate``, ``video``, ``probe``) each live in `pictura.tools`
+(``map-info``, ``render``, ``evaluate``) each live in `pictura.tools`
 and take ``--help``.
 """
 
@@ -14,7 +14,7 @@ LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
 TOOLS = {
     "map-info": ("pictura.tools.map_info", "print map statistics or write GeoJSON"),
     "render": ("pictura.tools.render_scene", "render a hand-written scene or a live world to PNG"),
-    "video": ("pictura.tools.video", "write a video of an agent's camera views"),
+    "evaluate": ("pictura.tools.evaluate", "evaluate policies with the paper's protocols (App. C)"),
 }
 
 

@@ -1,5 +1,7 @@
 """pictura.callbacks: Lightning callbacks (importable on every DDP rank)."""
 
+from pictura.callbacks.density_sweep import DensitySweep
+from pictura.callbacks.resolution import ResolutionCurriculum
 from pictura.callbacks.video import CameraVideo
 
-__all__ = ["CameraVideo"]
+__all__ = ["CameraVideo", "DensitySweep", "ResolutionCurriculum"]

@@ -1,1 +1,22 @@
-"""pictura.eval"""
+"""pictura.eval: the paper's driving metrics and evaluation protocols (App. C).
+
+- `metrics`: `EpisodeMetrics` (on-device accumulator), `collision_at_fault`,
+  `all_reduce_counters`, `summarize`, `METRICS`, `COUNTERS`;
+- `protocols`: in-domain (`run_in_domain`, `run_density`, `eval_sim_config`) and the WOMD scene
+  selection (`womd_selection`, `womd_scenes`; rollouts need log replay, `run_womd` raises);
+- `policies`: random / constant baselines, `load_checkpoint` (argmax policy of a PPO checkpoint);
+- `report`: the Table-1-style table, JSON and the metrics-vs-density plot.
+
+``python -m pictura evaluate`` (`pictura.tools.evaluate`) is the command line.
+"""
+
+from pictura.eval.metrics import (
+    COUNTERS,
+    METRICS,
+    EpisodeMetrics,
+    all_reduce_counters,
+    collision_at_fault,
+    summarize,
+)
+
+__all__ = ["COUNTERS", "METRICS", "EpisodeMetrics", "all_reduce_counters", "collision_at_fault", "summarize"]

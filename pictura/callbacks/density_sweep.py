@@ -1,0 +1,158 @@
+"""`DensitySweep`: the in-domain evaluation (App. C.2) during ``fit``, every N PPO iterations.
+
+For each density it runs ``scenarios`` fresh scenarios of ``steps`` steps with argmax actions of
+the current policy under the evaluation rules (`pictura.eval.protocols.eval_sim_config`),
+logs ``eval/<density>/<metric>`` (the five metrics, plus ``collision`` and ``episodes``) and a
+plot of the metrics vs density: ``<log_dir>/eval/density_sweep_iter_XXXX.png`` and, with a
+TensorBoard logger, the image ``eval/density_sweep``.
+
+Evaluation envs come from the module's own env factory (same maps, rig and observation as
+training unless ``maps`` is given), one per density, built on first use and kept. Under DDP
+every rank plays ``scenarios / world_size`` scenarios (at least one) with its own seeds and the
+raw counters are summed over ranks before dividing, so the logged metrics are global; every
+rank runs the sweep at the same iteration (it depends only on the iteration count), which the
+collective needs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import torch
+from lightning.pytorch import Callback, LightningModule, Trainer
+
+from pictura.eval.metrics import all_reduce_counters, summarize
+from pictura.eval.policies import argmax_policy
+from pictura.eval.protocols import IN_DOMAIN_DENSITIES, build_in_domain_env, run_density
+from pictura.eval.report import plot_metrics
+
+LOGGED = ("at_fault_collision", "offroad", "red_light", "goals", "km_per_infraction", "collision", "episodes")
+
+
+class DensitySweep(Callback):
+    """In-domain evaluation at several densities every ``every_n_iterations`` PPO iterations.
+
+    Args:
+        every_n_iterations: run after every N-th PPO iteration (0 = only at the end of fit).
+        densities: agents per world (paper: 60, 120, 150).
+        scenarios: scenarios per density, global over ranks (paper: 200).
+        steps: steps per scenario (paper: 3000).
+        worlds_per_batch: scenarios played side by side (default: all of a rank's at once).
+        maps: map sources (default: the training env's ``map_sources``).
+        seed: base seed of the evaluation scenarios (the same scenarios at every sweep).
+        plot: write the PNG and log it as a TensorBoard image.
+    """
+
+    def __init__(
+        self,
+        every_n_iterations: int = 100,
+        densities: Sequence[int] = IN_DOMAIN_DENSITIES,
+        scenarios: int = 8,
+        steps: int = 300,
+        worlds_per_batch: int | None = None,
+        maps: Sequence[str] | None = None,
+        seed: int = 12_345,
+        plot: bool = True,
+    ):
+        if every_n_iterations < 0:
+            raise ValueError(f"every_n_iterations must be >= 0, got {every_n_iterations}")
+        densities = [int(d) for d in densities]
+        if not densities or min(densities) < 1:
+            raise ValueError(f"densities must be agents per world >= 1, got {densities}")
+        for name, value in (("scenarios", scenarios), ("steps", steps), ("worlds_per_batch", worlds_per_batch or 1)):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if maps is not None and len(maps) == 0:
+            raise ValueError("maps must name at least one map source (or be null for the training maps)")
+        self.every_n_iterations, self.densities = every_n_iterations, densities
+        self.scenarios, self.steps, self.worlds_per_batch = scenarios, steps, worlds_per_batch
+        self.maps, self.seed, self.plot = (list(maps) if maps else None), seed, plot
+        self.envs: dict[int, object] = {}
+        self.results: dict[int, dict[str, dict[str, float]]] = {}  # iteration -> density -> summary
+        self.written: list[str] = []
+        self._last_iteration = -1
+
+    def _env(self, pl_module: LightningModule, density: int, rank_scenarios: int, rank: int):
+        if density not in self.envs:
+            factory = pl_module.env_factory
+            train_env = pl_module.env
+            maps = self.maps or list(getattr(train_env, "map_sources", ()))
+            base_sim = getattr(factory, "keywords", {}).get("sim")
+
+            def build(device, seed, **kwargs):
+                return factory(device, seed, **kwargs)
+
+            env = build_in_domain_env(
+                build, density, min(self.worlds_per_batch or rank_scenarios, rank_scenarios), self.steps, maps,
+                str(pl_module.device), self.seed + 1_000_003 * rank, base_sim,
+            )
+            env.validate_actions = False
+            self.envs[density] = env
+        env = self.envs[density]
+        rig, train_rig = getattr(env, "rig", None), getattr(pl_module.env, "rig", None)
+        if rig is not None and train_rig is not None:
+            # follow a resolution curriculum (the rig object may even be shared with training)
+            env.set_resolution(train_rig.width, train_rig.height)
+        return env
+
+    @torch.no_grad()
+    def evaluate(self, trainer: Trainer, pl_module: LightningModule) -> dict[str, dict[str, float]] | None:
+        """Run the sweep now; returns ``{density: summary}`` (every rank gets the global one)."""
+        iteration = int(getattr(pl_module, "iteration", trainer.global_step))
+        if iteration == self._last_iteration or pl_module.policy is None:
+            return None
+        self._last_iteration = iteration
+        world, rank = trainer.world_size, trainer.global_rank
+        rank_scenarios = max(1, math.ceil(self.scenarios / world))
+        policy = pl_module.policy
+        was_training = policy.training
+        policy.eval()
+        act = argmax_policy(policy)
+        summaries: dict[str, dict[str, float]] = {}
+        try:
+            for density in self.densities:
+                env = self._env(pl_module, density, rank_scenarios, rank)
+                counters = run_density(env, act, rank_scenarios, self.steps, self.seed + 1_000_003 * rank)
+                summaries[str(density)] = summarize(all_reduce_counters(counters))
+        finally:
+            policy.train(was_training)
+        self.results[iteration] = summaries
+        metrics = {
+            f"eval/{d}/{name}": float(s[name])
+            for d, s in summaries.items()
+            for name in LOGGED
+            if math.isfinite(s[name])  # km/infraction is inf without infractions: not plottable
+        }
+        log_dir = trainer.log_dir or trainer.default_root_dir  # a collective under DDP: all ranks ask
+        if trainer.is_global_zero:
+            for logger in trainer.loggers:
+                logger.log_metrics(metrics, step=trainer.global_step)
+            if self.plot:
+                self._plot(trainer, summaries, log_dir, iteration)
+        return summaries
+
+    def _plot(self, trainer: Trainer, summaries, log_dir: str, iteration: int) -> None:
+        import matplotlib.pyplot as plt
+        import numpy as np
+        from PIL import Image
+
+        folder = os.path.join(log_dir, "eval")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"density_sweep_iter_{iteration:04d}.png")
+        plt.close(plot_metrics({f"iter {iteration}": summaries}, path))
+        self.written.append(path)
+        experiment = getattr(trainer.logger, "experiment", None)
+        if experiment is not None and hasattr(experiment, "add_image"):
+            # the PNG just written, so the figure is drawn once
+            image = np.asarray(Image.open(path).convert("RGB"))
+            experiment.add_image("eval/density_sweep", image, trainer.global_step, dataformats="HWC")
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        iteration = int(getattr(pl_module, "iteration", batch_idx + 1))
+        if self.every_n_iterations and iteration % self.every_n_iterations == 0:
+            self.evaluate(trainer, pl_module)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.evaluate(trainer, pl_module)

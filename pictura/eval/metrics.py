@@ -1,0 +1,239 @@
+"""The five driving metrics of the paper (App. C.1), accumulated on device during rollouts.
+
+Vehicles only; per-episode indicators averaged over controlled vehicle episodes:
+
+    at_fault_collision  share of episodes with an at-fault collision
+    offroad             share of episodes that went off-road
+    red_light           share of episodes with a red-light violation
+    goals               waypoints reached per episode (mean count)
+    km_per_infraction   total km driven / episodes with >= 1 infraction
+
+An *infraction* is an at-fault collision, an off-road or a red-light violation. A collision the
+vehicle is not at fault for still ends its episode (the simulator halts it) but is not an
+infraction; it is counted separately as ``collision`` (any collision).
+
+Everything is a torch tensor on the rollout's device: `EpisodeMetrics.update` never syncs with
+the host. Totals are plain sums (`COUNTERS`), so ranks combine by summing (`all_reduce_counters`)
+and the rates are divided once at the end (`summarize`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from pictura.sim.snapshot import BOX_HEADING, BOX_KIND, BOX_LENGTH, BOX_WIDTH, BOX_WIDTH_, BOX_X, BOX_Y, BOX_Z
+
+METRICS = ("at_fault_collision", "offroad", "red_light", "goals", "km_per_infraction")
+"""The five reported metrics, in table-column order."""
+METRIC_LABELS = {
+    "at_fault_collision": "At-fault coll. %",
+    "offroad": "Off-road %",
+    "red_light": "Red light %",
+    "goals": "Goals / veh",
+    "km_per_infraction": "km / infr.",
+}
+COUNTERS = (
+    "episodes",
+    "at_fault_collision",
+    "collision",
+    "offroad",
+    "red_light",
+    "goals",
+    "distance_m",
+    "infraction_episodes",
+)
+"""Raw sums behind the metrics (float64 vector in this order)."""
+(C_EPISODES, C_AT_FAULT, C_COLLISION, C_OFFROAD, C_RED_LIGHT, C_GOALS, C_DISTANCE, C_INFRACTION) = range(len(COUNTERS))
+
+MIN_AT_FAULT_SPEED = 0.2
+"""m/s: a colliding vehicle slower than this is not at fault (App. C.1)."""
+Z_TOLERANCE_M = 4.0
+"""Boxes further apart than this in z never touch (overpasses), as in the simulator."""
+
+
+def collision_at_fault(
+    collision: torch.Tensor,
+    speed: torch.Tensor,
+    boxes: torch.Tensor,
+    slots_per_world: int,
+    parked_per_world: int = 0,
+    min_speed: float = MIN_AT_FAULT_SPEED,
+) -> torch.Tensor:
+    """Which collisions count against the colliding agent (App. C.1).
+
+    Not at fault when the ego was slower than ``min_speed`` (|v|), or when it was struck from
+    behind: its collision partner (the box of the same world, agent or parked car, with the
+    smallest gap between circumscribed circles, |dz| < 4 m) is an agent whose centre lies behind
+    the ego's rear bumper (x < -length / 2 in the ego frame) while the ego was not reversing.
+    Hitting a parked car, or anything that is not a box (a wall), is at fault above
+    ``min_speed``. The simulator's collision event carries no fault, hence this rule.
+
+    Args:
+        collision: (S,) bool, the collision event of this step.
+        speed: (S,) m/s signed speed of each agent at the start of the step (the simulator sets a
+            halted agent's speed to 0, so the post-step speed would make every crash blameless).
+        boxes: (S + W * parked_per_world, 8) boxes (`pictura.sim.snapshot` layout: the S slot
+            rows, then each world's parked cars) at the collision; empty rows have kind < 0.
+        slots_per_world: slots of each world (uniform layout; S must be a multiple).
+        parked_per_world: parked-car rows per world after the slot rows.
+    Returns:
+        (S,) bool: collision and at fault.
+    """
+    S = collision.shape[0]
+    if slots_per_world < 1 or S % slots_per_world:
+        raise ValueError(f"slots_per_world={slots_per_world} does not divide the {S} slots")
+    K, P, W = slots_per_world, parked_per_world, S // slots_per_world
+    if boxes.shape != (S + W * P, BOX_WIDTH):
+        raise ValueError(f"boxes must be ({S + W * P}, {BOX_WIDTH}) for {S} slots + {W}x{P} parked, got {tuple(boxes.shape)}")
+    if speed.shape != (S,):
+        raise ValueError(f"speed must be ({S},), got {tuple(speed.shape)}")
+    b = boxes.to(torch.float32)
+    b = torch.cat([b[:S].reshape(W, K, BOX_WIDTH), b[S:].reshape(W, P, BOX_WIDTH)], dim=1)  # (W, K+P, 8)
+    x, y, z, h = b[..., BOX_X], b[..., BOX_Y], b[..., BOX_Z], b[..., BOX_HEADING]
+    length, width = b[..., BOX_LENGTH], b[..., BOX_WIDTH_]
+    valid = b[..., BOX_KIND] >= 0
+    radius = 0.5 * torch.sqrt(length * length + width * width)
+    # (W, ego K, other K+P): other minus ego
+    dx = x[:, None, :] - x[:, :K, None]
+    dy = y[:, None, :] - y[:, :K, None]
+    dz = z[:, None, :] - z[:, :K, None]
+    gap = torch.sqrt(dx * dx + dy * dy) - radius[:, :K, None] - radius[:, None, :]
+    self_pair = torch.eye(K, K + P, dtype=torch.bool, device=boxes.device)
+    candidate = valid[:, None, :] & ~self_pair & (dz.abs() < Z_TOLERANCE_M)
+    gap = torch.where(candidate, gap, torch.full_like(gap, math.inf))
+    partner = gap.argmin(-1, keepdim=True)  # (W, K, 1)
+    partner_is_agent = torch.isfinite(gap.gather(-1, partner)).squeeze(-1) & (partner.squeeze(-1) < K)
+    cos_h, sin_h = torch.cos(h[:, :K]), torch.sin(h[:, :K])
+    rel_x = (cos_h[:, :, None] * dx + sin_h[:, :, None] * dy).gather(-1, partner).squeeze(-1)
+    v = speed.reshape(W, K)
+    struck_from_behind = partner_is_agent & (rel_x < -0.5 * length[:, :K]) & (v >= 0)
+    blameless = (v.abs() < min_speed) | struck_from_behind
+    return collision.bool() & ~blameless.reshape(S)
+
+
+class EpisodeMetrics:
+    """Per-slot episode bookkeeping plus the `COUNTERS` totals, all on ``device``.
+
+    Usage (one vehicle episode per slot at a time)::
+
+        m = EpisodeMetrics(num_slots, device)
+        m.start(vehicle & active)                   # spawn
+        for each step: m.update(mask, at_fault, collision, offroad, red_light, goal, distance_m)
+        m.finish()                                  # scenario end: close every open episode
+        summarize(all_reduce_counters(m.counters))
+
+    All per-step arguments are (S,) tensors; ``mask`` (bool) says which slots count this step
+    (controlled vehicles still driving); events outside an open episode are ignored.
+    """
+
+    def __init__(self, num_slots: int, device: str | torch.device = "cpu") -> None:
+        if num_slots < 1:
+            raise ValueError(f"num_slots must be >= 1, got {num_slots}")
+        dev = torch.device(device)
+        self.num_slots = num_slots
+        self.counters = torch.zeros(len(COUNTERS), dtype=torch.float64, device=dev)
+        self.open = torch.zeros(num_slots, dtype=torch.bool, device=dev)
+        # per open episode: (S, 5) bool at_fault, collision, offroad, red_light, infraction
+        self._flags = torch.zeros(num_slots, 5, dtype=torch.bool, device=dev)
+        self._goals = torch.zeros(num_slots, dtype=torch.float64, device=dev)
+        self._distance = torch.zeros(num_slots, dtype=torch.float64, device=dev)
+
+    @property
+    def device(self) -> torch.device:
+        return self.counters.device
+
+    def start(self, mask: torch.Tensor) -> None:
+        """Open a new episode in every slot of ``mask`` (closing the one it had, if any)."""
+        mask = self._check(mask, "mask").bool()
+        self.finish(mask)
+        self.open |= mask
+
+    def update(
+        self,
+        mask: torch.Tensor,
+        at_fault: torch.Tensor,
+        collision: torch.Tensor,
+        offroad: torch.Tensor,
+        red_light: torch.Tensor,
+        goal: torch.Tensor,
+        distance_m: torch.Tensor,
+    ) -> None:
+        """Add one step of events (bool or 0/1), goals reached (count) and metres driven."""
+        live = self._check(mask, "mask").bool() & self.open
+        events = torch.stack(
+            [
+                self._check(at_fault, "at_fault").bool(),
+                self._check(collision, "collision").bool(),
+                self._check(offroad, "offroad").bool(),
+                self._check(red_light, "red_light").bool(),
+            ],
+            dim=1,
+        )
+        infraction = events[:, 0] | events[:, 2] | events[:, 3]
+        events = torch.cat([events, infraction[:, None]], dim=1) & live[:, None]
+        self._flags |= events
+        zero = torch.zeros((), dtype=torch.float64, device=self.device)
+        self._goals += torch.where(live, self._check(goal, "goal").to(torch.float64), zero)
+        self._distance += torch.where(live, self._check(distance_m, "distance_m").to(torch.float64), zero)
+
+    def finish(self, mask: torch.Tensor | None = None) -> None:
+        """Close the open episodes of ``mask`` (default: all) into `counters`."""
+        closing = self.open if mask is None else self.open & self._check(mask, "mask").bool()
+        w = closing.to(torch.float64)
+        flags = self._flags.to(torch.float64) * w[:, None]
+        self.counters[C_EPISODES] += w.sum()
+        self.counters[C_AT_FAULT] += flags[:, 0].sum()
+        self.counters[C_COLLISION] += flags[:, 1].sum()
+        self.counters[C_OFFROAD] += flags[:, 2].sum()
+        self.counters[C_RED_LIGHT] += flags[:, 3].sum()
+        self.counters[C_INFRACTION] += flags[:, 4].sum()
+        self.counters[C_GOALS] += (self._goals * w).sum()
+        self.counters[C_DISTANCE] += (self._distance * w).sum()
+        keep = ~closing
+        self.open &= keep
+        self._flags &= keep[:, None]
+        self._goals *= keep
+        self._distance *= keep
+
+    def _check(self, t: torch.Tensor, name: str) -> torch.Tensor:
+        if t.shape != (self.num_slots,):
+            raise ValueError(f"EpisodeMetrics: {name} must have shape ({self.num_slots},), got {tuple(t.shape)}")
+        return t
+
+
+def all_reduce_counters(counters: torch.Tensor) -> torch.Tensor:
+    """Sum ``counters`` over DDP ranks when torch.distributed is initialised (else a copy)."""
+    out = counters.clone()
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.all_reduce(out, op=torch.distributed.ReduceOp.SUM)
+    return out
+
+
+def summarize(counters: torch.Tensor) -> dict[str, float]:
+    """The five metrics (rates in [0, 1], goals per episode, km per infraction) and the raw
+    counts, from a `COUNTERS` vector (one host sync).
+
+    ``km_per_infraction`` is ``inf`` when no episode had an infraction, ``nan`` when there was no
+    episode at all (rates are ``nan`` then too).
+    """
+    if counters.shape != (len(COUNTERS),):
+        raise ValueError(f"counters must have shape ({len(COUNTERS)},), got {tuple(counters.shape)}")
+    c = dict(zip(COUNTERS, counters.detach().cpu().tolist(), strict=True))
+    n = c["episodes"]
+    out: dict[str, float] = {}
+    for name in ("at_fault_collision", "offroad", "red_light", "goals"):
+        out[name] = c[name] / n if n > 0 else math.nan
+    km = c["distance_m"] / 1000.0
+    if n == 0:
+        out["km_per_infraction"] = math.nan
+    elif c["infraction_episodes"] == 0:
+        out["km_per_infraction"] = math.inf
+    else:
+        out["km_per_infraction"] = km / c["infraction_episodes"]
+    out["collision"] = c["collision"] / n if n > 0 else math.nan
+    out["episodes"] = n
+    out["infraction_episodes"] = c["infraction_episodes"]
+    out["distance_km"] = km
+    return out

@@ -1,0 +1,329 @@
+"""Evaluation protocols of the paper (App. C.2).
+
+In-domain: fresh self-play on the training towns at 60 / 120 / 150 agents per world, every
+scenario ``steps`` steps long (paper: 200 scenarios x 3000 steps per density), argmax actions,
+evaluation settings (`eval_sim_config`). Each scenario is one world; ``worlds_per_batch``
+scenarios run side by side in one env and every batch is a fresh reset with its own seed.
+
+Zero-shot WOMD: the scene selection (`womd_selection`) is implemented; the rollout needs log
+replay in the simulator, which does not exist yet (`run_womd` raises).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import warp as wp
+from tensordict import TensorDictBase
+
+from pictura.eval.metrics import EpisodeMetrics, collision_at_fault
+from pictura.maps import CARLA_TOWNS, Scenario, data_root, load
+from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE
+from pictura.sim import EVENTS, SimConfig
+
+PROTOCOLS = ("in-domain", "womd")
+IN_DOMAIN_DENSITIES = (60, 120, 150)
+"""Agents per world (App. C.2)."""
+WOMD_DENSITIES = (1.0, 0.75, 0.5)
+"""Fraction of logged road users kept (App. C.2)."""
+WOMD_STEPS = 600
+WOMD_MIN_DISPLACEMENT_M = 2.0
+"""A vehicle is controlled when its final logged position is more than this from its start."""
+
+Policy = Callable[[TensorDictBase], torch.Tensor]
+"""``policy(observation) -> action (S,) int64`` (argmax for checkpoints)."""
+PolicyMaker = Callable[[object], Policy]
+"""``make_policy(env) -> Policy``: checkpoints need the env's observation spec to build."""
+EnvBuilder = Callable[..., object]
+"""``build(device=, seed=, maps=, num_worlds=, slots_per_world=, agents_per_world=, sim=)``
+-> a `pictura.envs.DrivingEnv` (or an env with the same ``state`` and keys)."""
+
+_E_COLLISION, _E_OFFROAD, _E_RED_LIGHT, _E_GOAL = (EVENTS.index(e) for e in ("collision", "offroad", "red_light", "goal"))
+
+
+def default_maps() -> tuple[list[str], str]:
+    """The in-domain maps: the 8 CARLA towns when the data root has them, else 8 procedural
+    towns. Returns (map sources, a one-line note saying which)."""
+    try:
+        carla = data_root() / "carla"
+    except FileNotFoundError:
+        carla = None
+    if carla is not None and all((carla / f"{t}.xodr").is_file() for t in CARLA_TOWNS):
+        return [f"carla:{t}" for t in CARLA_TOWNS], "maps: the 8 CARLA towns"
+    return [f"procedural:seed={i}" for i in range(8)], "maps: 8 procedural towns (CARLA data not found)"
+
+
+def eval_sim_config(steps: int, base: SimConfig | None = None) -> SimConfig:
+    """Evaluation rules for ``steps``-step scenarios: eval sizes, light timings and goal radius,
+    v_max 20, no episode cap inside the scenario, no early reset.
+
+    The simulator has no switch to turn the early reset off (its fraction must be in (0, 1]):
+    1.0 resets a world only once *every* agent halted, and the protocol ignores a world from
+    that moment on (`run_in_domain`), which measures exactly what "no early reset" would.
+    ``episode_length = steps + 1`` keeps the scenario-end reset from firing inside the scenario.
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    base = SimConfig() if base is None else base
+    return dataclasses.replace(base, eval=True, v_max=20.0, episode_length=steps + 1, early_reset_halted_fraction=1.0)
+
+
+@dataclass
+class InDomainResult:
+    """Counters of one density (see `pictura.eval.metrics.COUNTERS`), not yet reduced."""
+
+    density: int
+    scenarios: int
+    steps: int
+    counters: torch.Tensor
+
+
+def build_in_domain_env(
+    build_env: EnvBuilder,
+    density: int,
+    num_worlds: int,
+    steps: int,
+    maps: Sequence[str],
+    device: str = "cpu",
+    seed: int = 0,
+    base_sim: SimConfig | None = None,
+):
+    """An env of ``num_worlds`` worlds with exactly ``density`` agents each (as many as find a
+    spawn) under `eval_sim_config` (``base_sim`` with the evaluation changes)."""
+    if density < 1:
+        raise ValueError(f"density (agents per world) must be >= 1, got {density}")
+    if num_worlds < 1:
+        raise ValueError(f"num_worlds must be >= 1, got {num_worlds}")
+    if not maps:
+        raise ValueError("maps must name at least one map source")
+    return build_env(
+        device=device,
+        seed=seed,
+        maps=list(maps),
+        num_worlds=num_worlds,
+        slots_per_world=density,
+        agents_per_world=(density, density),
+        sim=eval_sim_config(steps, base_sim),
+    )
+
+
+def run_density(
+    env,
+    policy: Policy,
+    scenarios: int,
+    steps: int,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> torch.Tensor:
+    """Play ``scenarios`` scenarios (one world each, ``env.num_worlds`` at a time, a fresh seed
+    per batch) and return the `COUNTERS` sums (not reduced over ranks).
+
+    ``steps`` must not exceed the env's episode length (`eval_sim_config`). ``progress(n)`` is
+    called after each batch with the number of scenarios it finished.
+    """
+    if scenarios < 1:
+        raise ValueError(f"scenarios must be >= 1, got {scenarios}")
+    if steps >= env.sim_config.episode_length:
+        raise ValueError(
+            f"steps={steps} reach the env's episode_length={env.sim_config.episode_length}: build it "
+            "with eval_sim_config(steps)"
+        )
+    metrics = EpisodeMetrics(env.num_slots, env.device)
+    done = batch = 0
+    worlds = torch.arange(env.num_worlds, device=env.device)
+    while done < scenarios:
+        n = min(env.num_worlds, scenarios - done)
+        env.set_seed(seed + 7919 * batch)
+        rollout_scenarios(env, policy, steps, metrics, world_mask=worlds < n)
+        done += n
+        batch += 1
+        if progress is not None:
+            progress(n)
+    return metrics.counters
+
+
+def run_in_domain(
+    build_env: EnvBuilder,
+    make_policy: PolicyMaker,
+    density: int,
+    scenarios: int,
+    steps: int,
+    maps: Sequence[str],
+    device: str = "cpu",
+    seed: int = 0,
+    worlds_per_batch: int = 8,
+    progress: Callable[[int], None] | None = None,
+    base_sim: SimConfig | None = None,
+) -> InDomainResult:
+    """`build_in_domain_env` + `run_density`: ``scenarios`` in-domain scenarios of ``density``
+    agents and ``steps`` steps, ``min(worlds_per_batch, scenarios)`` side by side.
+
+    A vehicle's episode runs from its spawn to its first infraction (the simulator halts it)
+    or the scenario end. A world whose agents all halted is reset by the simulator; from then
+    on it is ignored (its new agents are not evaluated).
+    """
+    if scenarios < 1:
+        raise ValueError(f"scenarios must be >= 1, got {scenarios}")
+    if worlds_per_batch < 1:
+        raise ValueError(f"worlds_per_batch must be >= 1, got {worlds_per_batch}")
+    env = build_in_domain_env(
+        build_env, density, min(worlds_per_batch, scenarios), steps, maps, device, seed, base_sim
+    )
+    counters = run_density(env, make_policy(env), scenarios, steps, seed, progress)
+    return InDomainResult(density, scenarios, steps, counters)
+
+
+@torch.no_grad()
+def rollout_scenarios(
+    env,
+    policy: Policy,
+    steps: int,
+    metrics: EpisodeMetrics,
+    world_mask: torch.Tensor | None = None,
+) -> None:
+    """Reset ``env`` and play ``steps`` steps, adding every vehicle episode to ``metrics``.
+
+    ``world_mask`` (W,) bool: worlds that count (the last batch may use only some). No host
+    sync inside the loop: per-step quantities stay tensors on the env's device. Every episode
+    opened here is closed (added to ``metrics.counters``) before returning.
+    """
+    td = env.reset()
+    st = env.state
+    dt = float(env.sim_config.dt)
+    world_id = td["world_id"]
+    slots_per_world = env.num_slots // env.num_worlds
+    box_rows = wp.to_torch(st.agent_box).shape[0]
+    parked_per_world = (box_rows - env.num_slots) // env.num_worlds  # parked-car rows after the slots
+    worlds = torch.arange(env.num_worlds, device=env.device)
+    box_world = torch.cat([world_id, worlds.repeat_interleave(parked_per_world)])  # (S + P,)
+    live_world = torch.ones(env.num_worlds, dtype=torch.bool, device=env.device)
+    if world_mask is not None:
+        live_world &= world_mask
+    vehicle = wp.to_torch(st.kind) == AGENT_VEHICLE
+    counted = wp.to_torch(st.active).bool() & vehicle & live_world[world_id]
+    metrics.start(counted)
+    prev_speed = wp.to_torch(st.speed).clone()
+    prev_box = wp.to_torch(st.agent_box).clone()
+    prev_distance = wp.to_torch(st.distance).clone()
+    for _ in range(steps):
+        td.set("action", policy(td["observation"]))
+        td = env.step(td)["next"]
+        st = env.state
+        events = wp.to_torch(st.events).bool()
+        world_reset = wp.to_torch(st.world_reset).bool()
+        reset_slot = world_reset[world_id]
+        # A world reset overwrites poses and odometers with the new agents': fall back to the
+        # pre-step boxes and speed x dt for the step that triggered it.
+        box_now = wp.to_torch(st.agent_box)
+        box = torch.where(world_reset[box_world][:, None], prev_box, box_now)
+        distance_now = wp.to_torch(st.distance)
+        step_distance = torch.where(
+            reset_slot, prev_speed.abs() * dt, (distance_now - prev_distance).clamp(min=0.0)
+        )
+        collision = events[:, _E_COLLISION] & counted
+        at_fault = collision_at_fault(collision, prev_speed, box, slots_per_world, parked_per_world)
+        metrics.update(
+            counted,
+            at_fault,
+            collision,
+            events[:, _E_OFFROAD],
+            events[:, _E_RED_LIGHT],
+            events[:, _E_GOAL].to(torch.float32),
+            step_distance,
+        )
+        live_world &= ~world_reset
+        counted = counted & wp.to_torch(st.active).bool() & live_world[world_id]
+        prev_speed = wp.to_torch(st.speed).clone()
+        prev_box = box_now.clone()
+        prev_distance = distance_now.clone()
+    metrics.finish()
+
+
+# ---- zero-shot WOMD --------------------------------------------------------------------------
+@dataclass
+class WomdSelection:
+    """Which logged tracks of one scene take part at one density.
+
+    ``present`` (N,) bool: road users kept after thinning (controlled or replayed);
+    ``controlled`` (N,) bool: vehicles the policy drives (a subset of ``present``);
+    ``goal`` (N, 3) m: each track's final logged position (the controlled vehicles' goal).
+    """
+
+    scenario_id: str
+    density: float
+    present: np.ndarray
+    controlled: np.ndarray
+    goal: np.ndarray
+
+
+def womd_controllable(scenario: Scenario, min_displacement_m: float = WOMD_MIN_DISPLACEMENT_M) -> np.ndarray:
+    """(N,) bool: vehicles valid at t=0 whose final logged position is > ``min_displacement_m``
+    from their start (REFERENCE.md "Evaluation definitions")."""
+    valid0 = scenario.track_valid[:, 0] if scenario.track_valid.shape[1] else np.zeros(len(scenario.track_id), bool)
+    goal = scenario.goal_position
+    start = scenario.track_position[:, 0, :]
+    with np.errstate(invalid="ignore"):
+        moved = np.linalg.norm((goal - start)[:, :2], axis=1) > min_displacement_m
+    return (scenario.track_type == AGENT_VEHICLE) & valid0 & np.nan_to_num(moved, nan=0).astype(bool)
+
+
+def womd_selection(scenario: Scenario, density: float, seed: int = 0) -> WomdSelection:
+    """Thin the scene's road users to ``density`` (fraction kept, seeded) and pick the
+    controlled vehicles among the kept ones.
+
+    Road users are the vehicle, pedestrian and cyclist tracks valid at some step;
+    ``round(density * n)`` of them are kept, uniformly without replacement by a NumPy RNG
+    seeded with (``seed``, the scenario id), so a scene thins the same way every run.
+    """
+    if not 0.0 < density <= 1.0:
+        raise ValueError(f"density must be a fraction in (0, 1], got {density}")
+    kinds = np.isin(scenario.track_type, (AGENT_VEHICLE, AGENT_PEDESTRIAN, AGENT_CYCLIST))
+    users = np.flatnonzero(kinds & scenario.track_valid.any(axis=1))
+    keep_n = int(round(density * len(users)))
+    rng = np.random.default_rng([int(seed), zlib.crc32(scenario.scenario_id.encode())])
+    kept = rng.choice(users, size=keep_n, replace=False) if keep_n < len(users) else users
+    present = np.zeros(len(scenario.track_id), bool)
+    present[kept] = True
+    controlled = present & womd_controllable(scenario)
+    return WomdSelection(scenario.scenario_id, float(density), present, controlled, scenario.goal_position)
+
+
+def womd_sources(data: str | Path) -> list[Path]:
+    """The WOMD scene files (``.tfrecord``, ``.json``) under ``data``, sorted; a clear error if
+    the folder does not exist or holds none."""
+    root = Path(data).expanduser()
+    if not root.is_dir():
+        raise FileNotFoundError(f"--data {str(data)!r} is not a folder")
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".tfrecord", ".json") and p.is_file())
+    if not files:
+        raise FileNotFoundError(f"--data {str(data)!r} holds no WOMD .tfrecord or .json scenes")
+    return files
+
+
+def womd_scenes(
+    sources: Iterable[str | Path], density: float, seed: int = 0
+) -> Iterator[tuple[Scenario, WomdSelection]]:
+    """Load each scene and yield it with its selection; scenes without a controlled vehicle
+    (after thinning) are skipped, as in the paper."""
+    for source in sources:
+        scenario = load(str(source))
+        if not isinstance(scenario, Scenario):
+            raise ValueError(f"{source}: not a logged scenario (got a map without tracks)")
+        selection = womd_selection(scenario, density, seed)
+        if selection.controlled.any():
+            yield scenario, selection
+
+
+def run_womd(*args, **kwargs):
+    """Zero-shot WOMD rollouts: need log replay in the simulator (not implemented yet)."""
+    raise NotImplementedError(
+        "--protocol womd: log replay not implemented yet in pictura.sim (replayed tracks, controlled "
+        "vehicles from logged starts with a single goal, removal on arrival); the scene selection "
+        "(pictura.eval.protocols.womd_scenes) is ready for it"
+    )

@@ -1,0 +1,104 @@
+"""Tables, JSON and plots of evaluation results.
+
+A result set is ``{policy name: {density label: summary}}`` where a summary is
+`pictura.eval.metrics.summarize`'s dict. The table has one row per density and one column
+per (metric, policy), as Table 1 of the paper.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from pictura.eval.metrics import METRIC_LABELS, METRICS
+
+Results = dict[str, dict[str, dict[str, float]]]
+
+PERCENT_METRICS = ("at_fault_collision", "offroad", "red_light")
+
+
+def format_value(metric: str, value: float) -> str:
+    """Rates as percentages (1 decimal), goals with 2 decimals, km per infraction with 2."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if math.isinf(value):
+        return "inf"
+    if metric in PERCENT_METRICS:
+        return f"{100.0 * value:.1f}"
+    return f"{value:.2f}"
+
+
+def format_table(results: Results, title: str | None = None) -> str:
+    """A Markdown table: rows = densities, columns = metric (x policy when several)."""
+    policies = list(results)
+    if not policies:
+        raise ValueError("no results to tabulate")
+    densities: list[str] = []
+    for per_density in results.values():
+        densities += [d for d in per_density if d not in densities]
+    header = ["Density"]
+    for metric in METRICS:
+        for policy in policies:
+            label = METRIC_LABELS[metric]
+            header.append(label if len(policies) == 1 else f"{label} [{policy}]")
+    rows = [header, ["---"] * len(header)]
+    for density in densities:
+        row = [density]
+        for metric in METRICS:
+            for policy in policies:
+                summary = results[policy].get(density)
+                row.append(format_value(metric, summary[metric]) if summary else "-")
+        rows.append(row)
+    lines = ["| " + " | ".join(r) + " |" for r in rows]
+    if title:
+        lines.insert(0, title)
+    return "\n".join(lines)
+
+
+def _jsonable(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else "inf"
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def write_json(path: str | Path, results: Results, meta: dict) -> None:
+    """``{"meta": {...}, "results": {policy: {density: summary}}}``; ``inf`` is written as the
+    string "inf" and ``nan`` as null (strict JSON)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_jsonable({"meta": meta, "results": results}), indent=2, allow_nan=False) + "\n")
+
+
+def plot_metrics(results: Results, path: str | Path | None = None):
+    """One panel per metric, metric vs density, one line per policy. Saves a PNG when ``path``
+    is given; returns the matplotlib figure (the caller closes it)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(3.2 * len(METRICS), 2.8))
+    fig.subplots_adjust(left=0.04, right=0.99, bottom=0.2, top=0.88, wspace=0.3)
+    for ax, metric in zip(axes, METRICS, strict=True):
+        for policy, per_density in results.items():
+            labels = list(per_density)
+            values = []
+            for d in labels:
+                v = per_density[d][metric]
+                scale = 100.0 if metric in PERCENT_METRICS else 1.0
+                values.append(math.nan if v is None or not math.isfinite(v) else scale * v)
+            ax.plot(range(len(labels)), values, marker="o", label=policy)
+            ax.set_xticks(range(len(labels)), labels)
+        ax.set_title(METRIC_LABELS[metric], fontsize=9)
+        ax.set_xlabel("agents per world", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    return fig

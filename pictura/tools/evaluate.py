@@ -1,0 +1,240 @@
+"""``python -m pictura evaluate``: the paper's evaluation protocols (App. C) as a command.
+
+    python -m pictura evaluate --policy random --protocol in-domain --scenarios 8 --steps 3000 \\
+        --json runs/eval/random.json
+    python -m pictura evaluate --ckpt vec=runs/vectorized.ckpt --ckpt alberti=runs/alberti.ckpt \\
+        --device cuda --scenarios 200 --steps 3000 --json runs/eval/table1.json
+
+Prints a Table-1-style Markdown table (rows: densities, columns: the five metrics, per policy)
+and writes the JSON of every counter and metric. See docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from pictura.eval import metrics as M
+from pictura.eval.protocols import (
+    IN_DOMAIN_DENSITIES,
+    PROTOCOLS,
+    WOMD_DENSITIES,
+    default_maps,
+    run_in_domain,
+    run_womd,
+    womd_scenes,
+    womd_sources,
+)
+from pictura.eval.report import format_table, plot_metrics, write_json
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m pictura evaluate",
+        description="Evaluate policies with the paper's protocols (App. C) and print a Table-1-style table.",
+    )
+    who = p.add_argument_group("policies (one or more; compared side by side)")
+    who.add_argument(
+        "--ckpt", action="append", default=[], metavar="[NAME=]PATH",
+        help="a pictura PPO Lightning checkpoint; repeat to compare (NAME defaults to the file stem)",
+    )
+    who.add_argument(
+        "--policy", action="append", default=[], metavar="random|constant:A",
+        help="a baseline policy: uniform random actions, or the constant action A (0..11, 7 = coast)",
+    )
+    p.add_argument("--protocol", choices=PROTOCOLS, default="in-domain", help="evaluation protocol")
+    p.add_argument(
+        "--maps", nargs="+", metavar="SOURCE",
+        help="in-domain map sources (default: the 8 CARLA towns if present, else 8 procedural towns)",
+    )
+    p.add_argument("--data", type=Path, help="womd: folder of WOMD .tfrecord/.json scenes (default <data root>/womd)")
+    p.add_argument(
+        "--densities", nargs="+", type=float, metavar="D",
+        help="in-domain: agents per world (default 60 120 150); womd: fractions kept (default 1 0.75 0.5)",
+    )
+    p.add_argument("--scenarios", type=int, default=8, help="scenarios per density (paper: 200; default 8)")
+    p.add_argument("--steps", type=int, default=300, help="steps per scenario (paper: 3000; default 300)")
+    p.add_argument("--worlds-per-batch", type=int, default=8, help="scenarios run side by side in one env")
+    p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 (default cpu)")
+    p.add_argument("--seed", type=int, default=0, help="base seed of the scenarios (same for every policy)")
+    p.add_argument(
+        "--resolution", metavar="WxH",
+        help="camera resolution for --policy baselines (default 96x54); checkpoints keep their own",
+    )
+    p.add_argument("--json", type=Path, metavar="OUT", required=True, help="write the results here")
+    p.add_argument("--png", type=Path, metavar="OUT", help="also plot metrics vs density to this PNG")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+class _Progress:
+    """tqdm over scenarios when it is installed, else a plain counter on stderr."""
+
+    def __init__(self, total: int, desc: str, enabled: bool) -> None:
+        self.total, self.desc, self.n, self.bar = total, desc, 0, None
+        self.enabled = enabled
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, desc=desc, unit="scenario", file=sys.stderr)
+            except ImportError:
+                self.bar = None
+
+    def __call__(self, n: int) -> None:
+        self.n += n
+        if self.bar is not None:
+            self.bar.update(n)
+        elif self.enabled:
+            print(f"\r{self.desc}: {self.n}/{self.total} scenarios", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled:
+            print(file=sys.stderr)
+
+
+def _parse_resolution(text: str | None) -> tuple[int, int]:
+    if text is None:
+        return 96, 54
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--resolution must look like 96x54, got {text!r}") from None
+    return w, h
+
+
+def _parse_policies(args) -> list[tuple[str, object]]:
+    """[(name, spec)] with spec a `Checkpoint` or a baseline string."""
+    from pictura.eval.policies import load_checkpoint
+
+    out: list[tuple[str, object]] = []
+    for item in args.policy:
+        if item == "random":
+            out.append(("random", item))
+        elif item.startswith("constant:"):
+            try:
+                action = int(item.split(":", 1)[1])
+            except ValueError:
+                raise ValueError(f"--policy {item!r}: the constant action must be an integer 0..11") from None
+            if not 0 <= action < 12:
+                raise ValueError(f"--policy {item!r}: the constant action must be in 0..11")
+            out.append((item, item))
+        else:
+            raise ValueError(f"--policy {item!r}: use 'random' or 'constant:<action>'")
+    for item in args.ckpt:
+        name, sep, path = item.partition("=")
+        if not sep:
+            name, path = None, item
+        ckpt = load_checkpoint(path, name)
+        out.append((ckpt.name, ckpt))
+    if not out:
+        raise ValueError("give at least one --ckpt or --policy")
+    names = [n for n, _ in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"policy names must be unique (use --ckpt NAME=PATH), got {names}")
+    return out
+
+
+def _baseline_builder(resolution: tuple[int, int]):
+    from pictura.envs import DrivingEnv
+    from pictura.render import CameraRig
+
+    def build(**kwargs):
+        return DrivingEnv(rig=CameraRig(width=resolution[0], height=resolution[1]), validate_actions=False, **kwargs)
+
+    return build
+
+
+def _checkpoint_builder(ckpt):
+    def build(**kwargs):
+        env = ckpt.build_env(**kwargs)
+        env.validate_actions = False
+        return env
+
+    return build
+
+
+def _policy_for(spec, env, seed: int):
+    from pictura.eval.policies import constant_policy, random_policy
+
+    if spec == "random":
+        return random_policy(seed)
+    if isinstance(spec, str) and spec.startswith("constant:"):
+        return constant_policy(int(spec.split(":", 1)[1]))
+    return spec.policy(env)
+
+
+def evaluate_in_domain(args, policies) -> tuple[dict, dict]:
+    maps, note = (list(args.maps), "maps: " + ", ".join(args.maps)) if args.maps else default_maps()
+    densities = [int(d) for d in (args.densities or IN_DOMAIN_DENSITIES)]
+    for d, raw in zip(densities, args.densities or densities, strict=True):
+        if d != raw or d < 1:
+            raise ValueError(f"--densities for in-domain are agents per world (integers >= 1), got {raw}")
+    resolution = _parse_resolution(args.resolution)
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for name, spec in policies:
+        if isinstance(spec, str):
+            builder, base_sim = _baseline_builder(resolution), None
+        else:  # keep the checkpoint's own rules (e.g. its conditioning table), with the eval changes
+            builder, base_sim = _checkpoint_builder(spec), getattr(spec.env_factory, "keywords", {}).get("sim")
+        results[name] = {}
+        for density in densities:
+            progress = _Progress(args.scenarios, f"{name} @ {density}", not args.no_progress)
+            result = run_in_domain(
+                builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), density, args.scenarios,
+                args.steps, maps, device=args.device, seed=args.seed, worlds_per_batch=args.worlds_per_batch,
+                progress=progress, base_sim=base_sim,
+            )
+            progress.close()
+            results[name][str(density)] = M.summarize(M.all_reduce_counters(result.counters))
+    meta = {"protocol": "in-domain", "maps": maps, "maps_note": note, "densities": densities,
+            "scenarios": args.scenarios, "steps": args.steps, "seed": args.seed, "device": args.device}
+    return results, meta
+
+
+def evaluate_womd(args, policies) -> tuple[dict, dict]:
+    if args.data is None:
+        from pictura.maps import data_root
+
+        data = data_root() / "womd"
+    else:
+        data = args.data
+    sources = womd_sources(data)
+    densities = list(args.densities or WOMD_DENSITIES)
+    counts = {str(d): sum(1 for _ in womd_scenes(sources, d, args.seed)) for d in densities}
+    print(f"womd: {len(sources)} scene files; scenes with a controlled vehicle per density: {counts}", file=sys.stderr)
+    run_womd()
+    return {}, {}
+
+
+def main(argv: list[str]) -> None:
+    args = _parser().parse_args(argv)
+    try:
+        if args.scenarios < 1 or args.steps < 1 or args.worlds_per_batch < 1:
+            raise ValueError("--scenarios, --steps and --worlds-per-batch must be >= 1")
+        policies = _parse_policies(args)
+        started = time.perf_counter()
+        runner = evaluate_in_domain if args.protocol == "in-domain" else evaluate_womd
+        results, meta = runner(args, policies)
+    except (ValueError, FileNotFoundError, NotImplementedError) as err:
+        raise SystemExit(f"evaluate: {err}") from None
+    meta["wall_s"] = round(time.perf_counter() - started, 3)
+    meta["policies"] = [n for n, _ in policies]
+    title = (f"{meta['protocol']}: {meta['scenarios']} scenarios x {meta['steps']} steps per density; "
+             f"{meta['maps_note']}")
+    print(format_table(results, title))
+    write_json(args.json, results, meta)
+    print(f"wrote {args.json}", file=sys.stderr)
+    if args.png:
+        import matplotlib.pyplot as plt
+
+        plt.close(plot_metrics(results, args.png))
+        print(f"wrote {args.png}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

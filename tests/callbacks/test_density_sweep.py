@@ -1,0 +1,116 @@
+"""`DensitySweep` inside a real (tiny) PPO fit on the simulator, on the CPU."""
+
+from __future__ import annotations
+
+import functools
+import glob
+import math
+import types
+
+import pytest
+import torch
+from lightning.pytorch import Trainer
+from lightning.pytorch.loggers import TensorBoardLogger
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from pictura.callbacks.density_sweep import LOGGED, DensitySweep
+from pictura.envs import DrivingEnv
+from pictura.eval.metrics import summarize
+from pictura.eval.policies import constant_policy
+from pictura.eval.protocols import build_in_domain_env, run_density
+from pictura.modules import PPO, AlbertiPolicy
+from pictura.render import CameraRig
+
+MAPS = ["procedural:seed=0"]
+POLICY = functools.partial(
+    AlbertiPolicy, group_width=8, trunk_width=16, trunk_layers=1, conv_channels=[4, 4, 4, 8, 8],
+    conv_strides=[2, 1, 1, 1, 1], queries_per_camera=2, attention_heads=2, camera_width=8,
+)
+
+
+def _env_factory():
+    return functools.partial(
+        DrivingEnv, maps=MAPS, num_worlds=2, slots_per_world=6, agents_per_world=(3, 6), rig=CameraRig(width=16, height=9)
+    )
+
+
+def test_bad_arguments_name_the_field():
+    with pytest.raises(ValueError, match="densities"):
+        DensitySweep(densities=[0])
+    with pytest.raises(ValueError, match="scenarios"):
+        DensitySweep(scenarios=0)
+    with pytest.raises(ValueError, match="every_n_iterations"):
+        DensitySweep(every_n_iterations=-1)
+
+
+def test_sweep_logs_every_density_metric_and_a_plot_during_fit(tmp_path):
+    sweep = DensitySweep(every_n_iterations=1, densities=(4, 6), scenarios=2, steps=6, seed=7)
+    model = PPO(_env_factory(), POLICY, rollout_steps=2, minibatch_size=24, update_epochs=1, advantage_filter=False,
+                max_iterations=1)
+    logger = TensorBoardLogger(tmp_path, name="run", version="v0")
+    trainer = Trainer(accelerator="cpu", devices=1, max_epochs=-1, logger=logger, enable_checkpointing=False,
+                      enable_progress_bar=False, enable_model_summary=False, callbacks=[sweep],
+                      log_every_n_steps=1, default_root_dir=tmp_path)
+    trainer.fit(model)
+
+    assert sorted(sweep.results) == [1]  # after iteration 1 (end of fit: already done, not repeated)
+    assert model.policy.training  # put back in train mode after evaluating
+    assert set(sweep.envs) == {4, 6} and sweep.envs[4].sim_config.eval
+    # the same scenarios with the final policy, re-played outside the callback
+    final = sweep.results[1]
+    policy = model.policy.eval()
+
+    def act(obs):
+        return policy(obs)[0].argmax(-1)
+
+    again = summarize(run_density(sweep.envs[6], act, 2, 6, seed=7))
+    assert again == final["6"]
+
+    acc = EventAccumulator(str(tmp_path / "run" / "v0"), size_guidance={"images": 0, "scalars": 0})
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    for density in ("4", "6"):
+        for name in LOGGED:
+            value = final[density][name]
+            tag = f"eval/{density}/{name}"
+            if math.isfinite(value):
+                assert tag in tags, tag
+                assert acc.Scalars(tag)[-1].value == pytest.approx(value, rel=1e-6)
+    assert "eval/density_sweep" in acc.Tags()["images"]
+    assert len(glob.glob(str(tmp_path / "run" / "v0" / "eval" / "density_sweep_iter_*.png"))) == 1
+
+
+def test_ranks_split_scenarios_and_only_rank_zero_logs(tmp_path):
+    """A stand-in trainer for rank 1 of 2: half the scenarios, nothing written."""
+    sweep = DensitySweep(every_n_iterations=1, densities=(4,), scenarios=4, steps=8, seed=3)
+    env = build_in_domain_env(_env_factory(), 4, 1, 8, MAPS)
+    module = types.SimpleNamespace(
+        env_factory=_env_factory(), env=env, device=torch.device("cpu"), iteration=torch.tensor(5),
+        policy=torch.nn.Identity(),
+    )
+
+    class Logger:
+        def log_metrics(self, *a, **k):
+            raise AssertionError("rank 1 must not log")
+
+    trainer = types.SimpleNamespace(world_size=2, global_rank=1, global_step=9, log_dir=str(tmp_path),
+                                    default_root_dir=str(tmp_path), is_global_zero=False, loggers=[Logger()],
+                                    logger=None)
+    constant = constant_policy(7)
+    module.policy = _Constant(constant)
+    summaries = sweep.evaluate(trainer, module)
+    built = sweep.envs[4]
+    assert built.num_worlds == 2  # ceil(4 scenarios / 2 ranks) side by side
+    expected = summarize(run_density(built, constant, 2, 8, seed=3 + 1_000_003))
+    assert summaries["4"] == expected
+    assert not glob.glob(str(tmp_path / "eval" / "*.png"))
+
+
+class _Constant(torch.nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.act = act
+
+    def forward(self, obs):
+        a = self.act(obs)
+        return torch.nn.functional.one_hot(a, 12).float(), torch.zeros(a.shape[0])

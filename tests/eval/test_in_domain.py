@@ -1,0 +1,144 @@
+"""The in-domain rollout on the real simulator against a NumPy loop over the recorded states."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from pictura.envs import DrivingEnv
+from pictura.eval.metrics import COUNTERS, EpisodeMetrics
+from pictura.eval.policies import random_policy
+from pictura.eval.protocols import build_in_domain_env, eval_sim_config, rollout_scenarios, run_density
+from pictura.render import CameraRig
+
+STEPS = 60
+
+
+def build(**kwargs):
+    return DrivingEnv(rig=CameraRig(width=8, height=5), validate_actions=False, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def env():
+    return build_in_domain_env(build, 16, 2, STEPS, ["procedural:seed=0"], seed=5)
+
+
+def host_copy(env) -> dict[str, np.ndarray]:
+    # on the CPU, Warp's .numpy() is a view of the (double-buffered) state: copy it
+    return {k: v.copy() for k, v in env.state.numpy().items()}
+
+
+def _at_fault_reference(s, boxes, speed, world, K, S, P):
+    """Loop version of App. C.1's rule (see `collision_at_fault`)."""
+    v = float(speed[s])
+    if abs(v) < 0.2:
+        return False
+    rows = list(range(world * K, world * K + K)) + list(range(S + world * P, S + world * P + P))
+    x, y, z, h, L, Wd = (float(boxes[s, i]) for i in range(6))
+    best, partner = math.inf, None
+    for r in rows:
+        if r == s or boxes[r, 7] < 0 or abs(boxes[r, 2] - z) >= 4.0:
+            continue
+        gap = math.hypot(boxes[r, 0] - x, boxes[r, 1] - y) - 0.5 * math.hypot(L, Wd) - 0.5 * math.hypot(
+            boxes[r, 4], boxes[r, 5]
+        )
+        if gap < best:
+            best, partner = gap, r
+    if partner is None or partner >= S:
+        return True
+    rel_x = math.cos(h) * (boxes[partner, 0] - x) + math.sin(h) * (boxes[partner, 1] - y)
+    return not (rel_x < -0.5 * L and v >= 0)
+
+
+def test_rollout_counters_match_a_numpy_loop_over_the_states(env):
+    states = []
+    inner = random_policy(seed=1)
+
+    def recording(observation):
+        states.append(host_copy(env))  # the state this action is chosen in
+        return inner(observation)
+
+    metrics = EpisodeMetrics(env.num_slots)
+    env.set_seed(11)
+    rollout_scenarios(env, recording, STEPS, metrics)
+    states.append(host_copy(env))
+    S, W = env.num_slots, env.num_worlds
+    K = S // W
+    P = (states[0]["agent_box"].shape[0] - S) // W
+    dt = env.sim_config.dt
+
+    ref = dict.fromkeys(COUNTERS, 0.0)
+    live = [True] * W
+    counted = [bool(states[0]["active"][s]) and states[0]["kind"][s] == 0 for s in range(S)]
+    ref["episodes"] = sum(counted)
+    infracted = [False] * S
+    for t in range(1, len(states)):
+        prev, cur = states[t - 1], states[t]
+        for s in range(S):
+            if not counted[s]:
+                continue
+            w = s // K
+            reset = bool(cur["world_reset"][w])
+            ref["distance_m"] += abs(prev["speed"][s]) * dt if reset else max(cur["distance"][s] - prev["distance"][s], 0.0)
+            collision, offroad, red, goal = (int(e) for e in cur["events"][s])
+            ref["goals"] += goal
+            boxes = prev["agent_box"] if reset else cur["agent_box"]
+            if collision:
+                ref["collision"] += 1
+                if _at_fault_reference(s, boxes, prev["speed"], w, K, S, P):
+                    ref["at_fault_collision"] += 1
+                    infracted[s] = True
+            if offroad:
+                ref["offroad"] += 1
+                infracted[s] = True
+            if red:
+                ref["red_light"] += 1
+                infracted[s] = True
+        for w in range(W):
+            live[w] = live[w] and not cur["world_reset"][w]
+        counted = [counted[s] and bool(cur["active"][s]) and live[s // K] for s in range(S)]
+    ref["infraction_episodes"] = sum(infracted)
+
+    got = dict(zip(COUNTERS, metrics.counters.tolist(), strict=True))
+    assert ref["episodes"] > 0 and ref["distance_m"] > 0
+    for key in COUNTERS:
+        assert got[key] == pytest.approx(ref[key], rel=1e-5, abs=1e-3), key
+
+
+def test_eval_rules_and_batches(env):
+    cfg = env.sim_config
+    assert cfg.eval and cfg.v_max == 20.0 and cfg.episode_length == STEPS + 1
+    assert cfg.early_reset_halted_fraction == 1.0
+    # 3 scenarios on a 2-world env: two batches, the second uses one world
+    counters = run_density(env, random_policy(2), 3, 10, seed=3)
+    assert counters.shape == (len(COUNTERS),) and counters[0] > 0
+    with pytest.raises(ValueError, match="episode_length"):
+        run_density(env, random_policy(2), 1, STEPS + 1)
+    with pytest.raises(ValueError, match="steps"):
+        eval_sim_config(0)
+
+
+def test_constant_action_policy_is_deterministic(env):
+    from pictura.eval.policies import constant_policy
+
+    a = run_density(env, constant_policy(7), 2, 15, seed=4)
+    b = run_density(env, constant_policy(7), 2, 15, seed=4)
+    assert torch.equal(a, b)
+    assert np.isfinite(a.numpy()).all()
+
+
+def test_default_maps_fall_back_to_procedural_towns_without_carla(tmp_path, monkeypatch):
+    from pictura.eval.protocols import default_maps
+
+    monkeypatch.setenv("PICTURA_DATA", str(tmp_path))  # a data root without carla/
+    maps, note = default_maps()
+    assert maps == [f"procedural:seed={i}" for i in range(8)] and "procedural" in note
+    carla = tmp_path / "carla"
+    carla.mkdir()
+    for town in ("Town01", "Town02", "Town03", "Town04", "Town05", "Town06", "Town07", "Town10HD"):
+        (carla / f"{town}.xodr").write_text("")
+    maps, note = default_maps()
+    assert maps[0] == "carla:Town01" and maps[-1] == "carla:Town10HD" and len(maps) == 8

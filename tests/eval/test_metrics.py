@@ -1,0 +1,181 @@
+"""The five driving metrics against a hand-built episode with known events (no simulator)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from pictura.eval.metrics import (
+    COUNTERS,
+    EpisodeMetrics,
+    all_reduce_counters,
+    collision_at_fault,
+    summarize,
+)
+from pictura.maps.roadmap import AGENT_PEDESTRIAN, AGENT_VEHICLE
+
+
+def box(x, y, heading=0.0, length=4.5, width=2.0, kind=AGENT_VEHICLE, z=0.0):
+    return [x, y, z, heading, length, width, 1.5, float(kind)]
+
+
+EMPTY = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]
+
+
+# ---- at fault ------------------------------------------------------------------------------
+def test_moving_ego_hitting_a_side_is_at_fault_and_the_stationary_victim_is_not():
+    boxes = torch.tensor([box(0, 0), box(3.0, 1.5, math.pi / 2), EMPTY, EMPTY])
+    collision = torch.tensor([True, True, False, False])
+    speed = torch.tensor([5.0, 0.0, 0.0, 0.0])
+    assert collision_at_fault(collision, speed, boxes, 4).tolist() == [True, False, False, False]
+
+
+def test_struck_from_behind_is_not_at_fault_but_reversing_into_it_is():
+    # slot 1 sits right behind slot 0's rear bumper (rear-end contact), both moving
+    boxes = torch.tensor([box(0, 0), box(-4.3, 0.2), EMPTY, EMPTY])
+    collision = torch.tensor([True, True, False, False])
+    forward = collision_at_fault(collision, torch.tensor([3.0, 6.0, 0.0, 0.0]), boxes, 4)
+    assert forward.tolist() == [False, True, False, False]  # the rear car is to blame
+    reversing = collision_at_fault(collision, torch.tensor([-1.0, 6.0, 0.0, 0.0]), boxes, 4)
+    assert reversing.tolist() == [True, True, False, False]
+
+
+def test_slow_ego_below_threshold_is_not_at_fault():
+    boxes = torch.tensor([box(0, 0), box(4.0, 0.0), EMPTY, EMPTY])
+    collision = torch.tensor([True, False, False, False])
+    assert not collision_at_fault(collision, torch.tensor([0.19, 0.0, 0.0, 0.0]), boxes, 4)[0]
+    assert collision_at_fault(collision, torch.tensor([0.21, 0.0, 0.0, 0.0]), boxes, 4)[0]
+
+
+def test_parked_car_behind_does_not_strike_and_other_worlds_are_ignored():
+    # world 0: ego 0 touching a parked car behind it (parked cars never strike);
+    # world 1: ego 2 whose nearest box in *another* world would be "behind" it.
+    boxes = torch.tensor(
+        [box(0, 0), EMPTY, box(100.0, 0), EMPTY, box(-4.3, 0.0), box(95.7, 50.0)]
+    )  # 2 worlds x 2 slots, then 1 parked row per world
+    collision = torch.tensor([True, False, True, False])
+    speed = torch.tensor([2.0, 0.0, 2.0, 0.0])
+    # ego 0's partner is the parked car (static): at fault; ego 2's only partner is its own
+    # parked car 50 m away sideways (not behind): at fault; ego 0 of world 0 is not behind ego 2.
+    assert collision_at_fault(collision, speed, boxes, 2, parked_per_world=1).tolist() == [True, False, True, False]
+
+
+def test_at_fault_rejects_a_box_array_of_the_wrong_size():
+    with pytest.raises(ValueError, match="boxes must be"):
+        collision_at_fault(torch.zeros(4, dtype=torch.bool), torch.zeros(4), torch.zeros(5, 8), 4)
+
+
+# ---- the accumulator on a hand-built scenario --------------------------------------------------
+S, T = 6, 4
+KINDS = [AGENT_VEHICLE] * 5 + [AGENT_PEDESTRIAN]
+
+
+def hand_built_episode():
+    """Six slots over four steps (per-step metres in ``dist``):
+
+    0  vehicle, 2 m/step, at-fault collision at step 1 (into slot 1's side)  -> 4 m, 1 infraction
+    1  vehicle, standing, struck at step 1 (not at fault)                    -> 0 m, no infraction
+    2  vehicle, 5 m/step, goals at steps 0 and 2                             -> 20 m, 2 goals
+    3  vehicle, 3 m/step, red light at step 3                                -> 12 m, 1 infraction
+    4  vehicle, 1 m/step, off-road at step 0                                 -> 1 m, 1 infraction
+    5  pedestrian with a collision: never counted
+    """
+    steps = []
+    counted = torch.tensor([k == AGENT_VEHICLE for k in KINDS])
+    boxes = torch.tensor([box(0, 0), box(3.0, 1.5, math.pi / 2), box(50, 0), box(80, 0), box(120, 0), box(150, 0)])
+    speed = torch.tensor([20.0, 0.0, 50.0, 30.0, 10.0, 1.0])
+    for t in range(T):
+        collision = torch.zeros(S, dtype=torch.bool)
+        offroad = torch.zeros(S, dtype=torch.bool)
+        red = torch.zeros(S, dtype=torch.bool)
+        goal = torch.zeros(S)
+        if t == 1:
+            collision[[0, 1]] = True
+        collision[5] = True
+        if t == 3:
+            red[3] = True
+        if t == 0:
+            offroad[4] = True
+        if t in (0, 2):
+            goal[2] = 1.0
+        dist = torch.tensor([2.0, 0.0, 5.0, 3.0, 1.0, 1.0]) * counted
+        at_fault = collision_at_fault(collision, speed, boxes, S)
+        steps.append((counted.clone(), at_fault, collision, offroad, red, goal, dist))
+        counted &= ~(collision | offroad | red)  # infractions halt the agent
+    return torch.tensor([k == AGENT_VEHICLE for k in KINDS]), steps
+
+
+def run(slots: slice | None = None) -> EpisodeMetrics:
+    start, steps = hand_built_episode()
+    sl = slots or slice(0, S)
+    n = len(range(S)[sl])
+    m = EpisodeMetrics(n)
+    m.start(start[sl])
+    for step in steps:
+        m.update(*(x[sl] for x in step))
+    m.finish()
+    return m
+
+
+def test_metrics_of_the_hand_built_episode():
+    out = summarize(run().counters)
+    assert out["episodes"] == 5
+    assert out["at_fault_collision"] == pytest.approx(1 / 5)
+    assert out["collision"] == pytest.approx(2 / 5)
+    assert out["offroad"] == pytest.approx(1 / 5)
+    assert out["red_light"] == pytest.approx(1 / 5)
+    assert out["goals"] == pytest.approx(2 / 5)
+    assert out["distance_km"] == pytest.approx(0.037)
+    assert out["infraction_episodes"] == 3
+    assert out["km_per_infraction"] == pytest.approx(0.037 / 3)
+
+
+def test_split_batch_summed_equals_single_process():
+    # two "ranks" each hold half the slots; DDP sums the raw counters
+    whole = run().counters
+    halves = run(slice(0, 3)).counters + run(slice(3, 6)).counters
+    assert torch.equal(whole, halves)
+    assert summarize(halves) == summarize(whole)
+
+
+def test_all_reduce_counters_sums_what_the_other_rank_holds(monkeypatch):
+    # a stand-in two-rank collective (a real process group leaves gloo threads behind that slow
+    # the rest of the session): this "rank" holds slots 0-2, the other one slots 3-5
+    other = run(slice(3, 6)).counters
+    calls = []
+
+    def all_reduce(tensor, op):
+        calls.append(op)
+        tensor += other
+
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "all_reduce", all_reduce)
+    mine = run(slice(0, 3)).counters
+    reduced = all_reduce_counters(mine)
+    assert calls == [torch.distributed.ReduceOp.SUM]
+    assert torch.equal(reduced, run().counters)
+    assert torch.equal(mine, run(slice(0, 3)).counters)  # the local counters are left alone
+
+
+def test_episode_restart_closes_the_previous_one_and_no_infraction_gives_inf():
+    m = EpisodeMetrics(1)
+    one = torch.ones(1, dtype=torch.bool)
+    no = torch.zeros(1, dtype=torch.bool)
+    m.start(one)
+    m.update(one, no, no, no, no, torch.tensor([1.0]), torch.tensor([500.0]))
+    m.start(one)  # a respawn: the first episode is closed
+    m.update(one, no, no, no, no, torch.tensor([0.0]), torch.tensor([1500.0]))
+    m.finish()
+    out = summarize(m.counters)
+    assert out["episodes"] == 2 and out["goals"] == 0.5 and out["distance_km"] == pytest.approx(2.0)
+    assert math.isinf(out["km_per_infraction"])
+    assert math.isnan(summarize(torch.zeros(len(COUNTERS), dtype=torch.float64))["offroad"])
+
+
+def test_wrong_shape_names_the_field():
+    m = EpisodeMetrics(3)
+    with pytest.raises(ValueError, match="offroad"):
+        z = torch.zeros(3, dtype=torch.bool)
+        m.update(z, z, z, torch.zeros(2, dtype=torch.bool), z, torch.zeros(3), torch.zeros(3))
