@@ -15,25 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from tensordict import TensorDictBase
-from torch import nn
 
-from pictura.modules.encoders import CameraEncoder, GroupMLP, _check_positive
+from pictura.modules.encoders import ActorCritic, CameraEncoder, GroupMLP, _check_positive, spec_shape
 
 OBSERVATION_KEYS = ("pixels", "ego", "conditioning", "goals")
 
 
-def _spec_shape(observation_spec, key: str) -> tuple[int, ...]:
-    """Per-sample shape of ``("observation", key)`` (batch dims of the spec dropped)."""
-    try:
-        spec = observation_spec["observation", key]
-    except KeyError as err:
-        raise ValueError(f"observation_spec has no ('observation', {key!r}) entry") from err
-    batch = len(observation_spec.shape)
-    return tuple(int(s) for s in spec.shape[batch:])
-
-
-class AlbertiPolicy(nn.Module):
+class AlbertiPolicy(ActorCritic):
     """Perspective actor-critic. ``forward(observation) -> (logits (B, A), value (B,))``.
 
     Args:
@@ -49,6 +37,8 @@ class AlbertiPolicy(nn.Module):
         attention_heads: heads of the cross-attention block (4).
         camera_width: each camera's tokens are projected to this width (128; 4 cameras -> 512).
     """
+
+    OBSERVATION_KEYS = OBSERVATION_KEYS
 
     def __init__(
         self,
@@ -73,12 +63,11 @@ class AlbertiPolicy(nn.Module):
             trunk_width=trunk_width,
             trunk_layers=trunk_layers,
         )
-        pixels = _spec_shape(observation_spec, "pixels")
+        pixels = spec_shape(observation_spec, "pixels")
         if len(pixels) != 4 or pixels[-1] != 3:
             raise ValueError(f"('observation', 'pixels') must be (C, H, W, 3) per sample, got {pixels}")
-        ego = _spec_shape(observation_spec, "ego")
-        conditioning = _spec_shape(observation_spec, "conditioning")
-        goals = _spec_shape(observation_spec, "goals")
+        ego = spec_shape(observation_spec, "ego")
+        conditioning = spec_shape(observation_spec, "conditioning")
         if len(ego) != 1 or len(conditioning) != 1:
             raise ValueError(f"ego and conditioning must be flat vectors, got {ego} and {conditioning}")
         num_cameras, height, width, _ = pixels
@@ -96,54 +85,16 @@ class AlbertiPolicy(nn.Module):
                 f"conv_strides {tuple(conv_strides)} leave no feature map for {width}x{height} views"
             )
         self.ego = GroupMLP(ego[0], group_width)
-        goal_width = 1
-        for s in goals:
-            goal_width *= s
-        self.conditioning = GroupMLP(conditioning[0] + goal_width, group_width)
-        self.backbone_width = scene_width + 2 * group_width
-        layers: list[nn.Module] = []
-        width_in = self.backbone_width
-        for _ in range(trunk_layers):
-            layers += [nn.Linear(width_in, trunk_width), nn.GELU()]
-            width_in = trunk_width
-        self.trunk = nn.Sequential(*layers)
-        self.actor = nn.Linear(trunk_width, num_actions)
-        self.critic = nn.Linear(trunk_width, 1)
-        # Small actor init: a near-uniform first policy (CleanRL / PPO practice).
-        nn.init.orthogonal_(self.actor.weight, 0.01)
-        nn.init.zeros_(self.actor.bias)
-        nn.init.orthogonal_(self.critic.weight, 1.0)
-        nn.init.zeros_(self.critic.bias)
-        self.num_actions = num_actions
+        self.conditioning = self.conditioning_encoder(observation_spec, group_width)
+        self.build_trunk(scene_width + 2 * group_width, trunk_width, trunk_layers, num_actions)
 
     def forward_tensors(
         self, pixels: torch.Tensor, ego: torch.Tensor, conditioning: torch.Tensor, goals: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """pixels (B, C, H, W, 3) uint8, ego (B, 7), conditioning (B, D_c), goals (B, 3, 2)
         -> logits (B, num_actions), value (B,)."""
-        B = ego.shape[0]
         features = torch.cat(
-            [
-                self.camera(pixels),
-                self.ego(ego),
-                self.conditioning(torch.cat([conditioning, goals.reshape(B, -1)], dim=1)),
-            ],
+            [self.camera(pixels), self.ego(ego), self.conditioning(self.conditioning_input(conditioning, goals))],
             dim=1,
         )
-        hidden = self.trunk(features)
-        return self.actor(hidden), self.critic(hidden).squeeze(-1)
-
-    def forward(self, observation: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
-        """``observation``: the env's TensorDict (with an "observation" entry) or that entry."""
-        if "observation" in observation.keys():
-            observation = observation.get("observation")
-        return self.forward_tensors(*(observation.get(k) for k in OBSERVATION_KEYS))
-
-    def parameter_counts(self) -> dict[str, int]:
-        """Parameters per top-level part (camera, ego, conditioning, trunk, actor, critic)."""
-        return {name: sum(p.numel() for p in child.parameters()) for name, child in self.named_children()}
-
-    def summary(self) -> str:
-        counts = self.parameter_counts()
-        lines = [f"  {name:<13}{n:>12,}" for name, n in counts.items()]
-        return "\n".join(["AlbertiPolicy parameters:", *lines, f"  {'total':<13}{sum(counts.values()):>12,}"])
+        return self.heads(features)

@@ -5,6 +5,9 @@
   The number of tokens is fixed by the queries, not by the image, so every render resolution
   maps to the same output width.
 - `GroupMLP`: the 2-layer MLP used for the ego and conditioning groups (-> group width 64).
+- `ActorCritic`: what every policy shares (Table 4 "shared trunk"): the 4 x 512 GELU backbone,
+  the linear actor and critic heads, the conditioning + goals encoder, and the TensorDict
+  plumbing. Modalities differ only in the encoders a subclass puts in front of it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,16 @@ def _check_positive(**sizes: int | Sequence[int]) -> None:
         values = value if isinstance(value, Sequence) else [value]
         if len(values) == 0 or any(int(v) < 1 for v in values):
             raise ValueError(f"{name} must be positive, got {value}")
+
+
+def spec_shape(observation_spec, key: str) -> tuple[int, ...]:
+    """Per-sample shape of ``("observation", key)`` (batch dims of the spec dropped)."""
+    try:
+        spec = observation_spec["observation", key]
+    except KeyError as err:
+        raise ValueError(f"observation_spec has no ('observation', {key!r}) entry") from err
+    batch = len(observation_spec.shape)
+    return tuple(int(s) for s in spec.shape[batch:])
 
 
 def sinusoid_position_2d(height: int, width: int, channels: int, device: torch.device) -> torch.Tensor:
@@ -159,3 +172,66 @@ class GroupMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
+
+
+class ActorCritic(nn.Module):
+    """The trunk every policy shares: ``features (B, backbone_width) -> logits, value``.
+
+    A subclass builds its encoders, calls `build_trunk` with the width of their concatenated
+    embeddings, and implements ``forward_tensors(*tensors)`` over the ``("observation", key)``
+    entries named by its class attribute ``OBSERVATION_KEYS``.
+    """
+
+    OBSERVATION_KEYS: tuple[str, ...] = ()
+
+    def build_trunk(self, backbone_width: int, trunk_width: int, trunk_layers: int, num_actions: int) -> None:
+        _check_positive(trunk_width=trunk_width, trunk_layers=trunk_layers, num_actions=num_actions)
+        self.backbone_width = backbone_width
+        layers: list[nn.Module] = []
+        width_in = backbone_width
+        for _ in range(trunk_layers):
+            layers += [nn.Linear(width_in, trunk_width), nn.GELU()]
+            width_in = trunk_width
+        self.trunk = nn.Sequential(*layers)
+        self.actor = nn.Linear(trunk_width, num_actions)
+        self.critic = nn.Linear(trunk_width, 1)
+        # Small actor init: a near-uniform first policy (CleanRL / PPO practice).
+        nn.init.orthogonal_(self.actor.weight, 0.01)
+        nn.init.zeros_(self.actor.bias)
+        nn.init.orthogonal_(self.critic.weight, 1.0)
+        nn.init.zeros_(self.critic.bias)
+        self.num_actions = num_actions
+
+    @staticmethod
+    def conditioning_encoder(observation_spec, group_width: int) -> GroupMLP:
+        """Conditioning + the 3 goal waypoints -> one group embedding (Table 4)."""
+        conditioning = spec_shape(observation_spec, "conditioning")
+        if len(conditioning) != 1:
+            raise ValueError(f"conditioning must be a flat vector, got {conditioning}")
+        goal_width = math.prod(spec_shape(observation_spec, "goals"))
+        return GroupMLP(conditioning[0] + goal_width, group_width)
+
+    @staticmethod
+    def conditioning_input(conditioning: torch.Tensor, goals: torch.Tensor) -> torch.Tensor:
+        return torch.cat([conditioning, goals.reshape(goals.shape[0], -1)], dim=1)
+
+    def heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, backbone_width) -> logits (B, num_actions), value (B,)."""
+        hidden = self.trunk(features)
+        return self.actor(hidden), self.critic(hidden).squeeze(-1)
+
+    def forward(self, observation) -> tuple[torch.Tensor, torch.Tensor]:
+        """``observation``: the env's TensorDict (with an "observation" entry) or that entry."""
+        if "observation" in observation.keys():
+            observation = observation.get("observation")
+        return self.forward_tensors(*(observation.get(k) for k in self.OBSERVATION_KEYS))
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Parameters per top-level part (its encoders, trunk, actor, critic)."""
+        return {name: sum(p.numel() for p in child.parameters()) for name, child in self.named_children()}
+
+    def summary(self) -> str:
+        counts = self.parameter_counts()
+        lines = [f"  {name:<13}{n:>12,}" for name, n in counts.items()]
+        total = f"  {'total':<13}{sum(counts.values()):>12,}"
+        return "\n".join([f"{type(self).__name__} parameters:", *lines, total])

@@ -17,11 +17,9 @@ Every width comes from the env's observation spec (`pictura.envs.observations`).
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDictBase
 from torch import nn
 
-from pictura.modules.alberti import _spec_shape
-from pictura.modules.encoders import GroupMLP, _check_positive
+from pictura.modules.encoders import ActorCritic, GroupMLP, _check_positive, spec_shape
 
 SET_KEYS = ("partners", "lanes", "boundaries", "traffic")
 """Entity sets, each with ``<name>_mask``; the partner set also reads ``partners_aux``."""
@@ -57,8 +55,8 @@ class SetEncoder(nn.Module):
 
 
 def _set_shape(observation_spec, key: str) -> tuple[int, int]:
-    shape = _spec_shape(observation_spec, key)
-    mask = _spec_shape(observation_spec, f"{key}_mask")
+    shape = spec_shape(observation_spec, key)
+    mask = spec_shape(observation_spec, f"{key}_mask")
     if len(shape) != 2 or mask != shape[:1]:
         raise ValueError(
             f"('observation', {key!r}) must be (K, F) with a (K,) {key}_mask per sample, got {shape} and {mask}"
@@ -66,7 +64,7 @@ def _set_shape(observation_spec, key: str) -> tuple[int, int]:
     return shape
 
 
-class VectorizedPolicy(nn.Module):
+class VectorizedPolicy(ActorCritic):
     """Vectorized actor-critic. ``forward(observation) -> (logits (B, A), value (B,))``.
 
     Args:
@@ -79,6 +77,8 @@ class VectorizedPolicy(nn.Module):
             equal ``6 * group_width`` (a check that the trunk is the one of Table 4).
         trunk_width, trunk_layers: backbone MLP (4 x 512, GELU), the same as `AlbertiPolicy`.
     """
+
+    OBSERVATION_KEYS = OBSERVATION_KEYS
 
     def __init__(
         self,
@@ -97,14 +97,13 @@ class VectorizedPolicy(nn.Module):
                 f"backbone_width={backbone_width} does not match the trunk input {groups} x group_width={group_width}"
                 f" = {groups * group_width}"
             )
-        ego = _spec_shape(observation_spec, "ego")
-        ego_aux = _spec_shape(observation_spec, "ego_aux")
-        conditioning = _spec_shape(observation_spec, "conditioning")
-        goals = _spec_shape(observation_spec, "goals")
+        ego = spec_shape(observation_spec, "ego")
+        ego_aux = spec_shape(observation_spec, "ego_aux")
+        conditioning = spec_shape(observation_spec, "conditioning")
         if len(ego) != 1 or len(ego_aux) != 1 or len(conditioning) != 1:
             raise ValueError(f"ego, ego_aux and conditioning must be flat vectors, got {ego}, {ego_aux}, {conditioning}")
         widths = {key: _set_shape(observation_spec, key) for key in SET_KEYS}
-        aux = _spec_shape(observation_spec, "partners_aux")
+        aux = spec_shape(observation_spec, "partners_aux")
         if len(aux) != 2 or aux[0] != widths["partners"][0]:
             raise ValueError(f"('observation', 'partners_aux') must be ({widths['partners'][0]}, F), got {aux}")
         self.set_sizes = {key: k for key, (k, _) in widths.items()}
@@ -113,25 +112,8 @@ class VectorizedPolicy(nn.Module):
         self.boundaries = SetEncoder(widths["boundaries"][1], group_width)
         self.traffic = SetEncoder(widths["traffic"][1], group_width)
         self.ego = GroupMLP(ego[0] + ego_aux[0], group_width)
-        goal_width = 1
-        for s in goals:
-            goal_width *= s
-        self.conditioning = GroupMLP(conditioning[0] + goal_width, group_width)
-        self.backbone_width = groups * group_width
-        # The trunk of AlbertiPolicy (not factored out of alberti.py): same layers, same init.
-        layers: list[nn.Module] = []
-        width_in = self.backbone_width
-        for _ in range(trunk_layers):
-            layers += [nn.Linear(width_in, trunk_width), nn.GELU()]
-            width_in = trunk_width
-        self.trunk = nn.Sequential(*layers)
-        self.actor = nn.Linear(trunk_width, num_actions)
-        self.critic = nn.Linear(trunk_width, 1)
-        nn.init.orthogonal_(self.actor.weight, 0.01)
-        nn.init.zeros_(self.actor.bias)
-        nn.init.orthogonal_(self.critic.weight, 1.0)
-        nn.init.zeros_(self.critic.bias)
-        self.num_actions = num_actions
+        self.conditioning = self.conditioning_encoder(observation_spec, group_width)
+        self.build_trunk(groups * group_width, trunk_width, trunk_layers, num_actions)
 
     def forward_tensors(
         self,
@@ -151,7 +133,6 @@ class VectorizedPolicy(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Tensors in `OBSERVATION_KEYS` order (shapes in the module docstring)
         -> logits (B, num_actions), value (B,)."""
-        B = ego.shape[0]
         features = torch.cat(
             [
                 self.partners(torch.cat([partners, partners_aux], dim=-1), partners_mask),
@@ -159,24 +140,8 @@ class VectorizedPolicy(nn.Module):
                 self.boundaries(boundaries, boundaries_mask),
                 self.traffic(traffic, traffic_mask),
                 self.ego(torch.cat([ego, ego_aux], dim=-1)),
-                self.conditioning(torch.cat([conditioning, goals.reshape(B, -1)], dim=1)),
+                self.conditioning(self.conditioning_input(conditioning, goals)),
             ],
             dim=1,
         )
-        hidden = self.trunk(features)
-        return self.actor(hidden), self.critic(hidden).squeeze(-1)
-
-    def forward(self, observation: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
-        """``observation``: the env's TensorDict (with an "observation" entry) or that entry."""
-        if "observation" in observation.keys():
-            observation = observation.get("observation")
-        return self.forward_tensors(*(observation.get(k) for k in OBSERVATION_KEYS))
-
-    def parameter_counts(self) -> dict[str, int]:
-        """Parameters per top-level part (the four set encoders, ego, conditioning, trunk, heads)."""
-        return {name: sum(p.numel() for p in child.parameters()) for name, child in self.named_children()}
-
-    def summary(self) -> str:
-        counts = self.parameter_counts()
-        lines = [f"  {name:<13}{n:>12,}" for name, n in counts.items()]
-        return "\n".join(["VectorizedPolicy parameters:", *lines, f"  {'total':<13}{sum(counts.values()):>12,}"])
+        return self.heads(features)

@@ -144,7 +144,8 @@ def test_repository_configs_parse_and_interpolate(capsys):
     assert env["num_worlds"] * env["slots_per_world"] == 20_480 and env["agents_per_world"] == [1, 120]
     assert (ppo["rollout_steps"], ppo["minibatch_size"], ppo["update_epochs"]) == (128, 65_536, 2)
     assert (ppo["gamma"], ppo["gae_lambda"], ppo["clip_coef"]) == (0.999, 0.95, 0.2)
-    assert full["trainer"]["callbacks"][1]["init_args"]["max_frames"] == 128
+    video = next(c for c in full["trainer"]["callbacks"] if c["class_path"].endswith("CameraVideo"))
+    assert video["init_args"]["max_frames"] == 128  # interpolated from rollout_steps
     with pytest.raises(SystemExit):
         run_lightning_cli(["fit", "-c", alberti, "-c", cpu, "--print_config"])
     small = yaml.safe_load(capsys.readouterr().out)
