@@ -56,6 +56,7 @@ def overrides(args: argparse.Namespace, root: str) -> list[str]:
         f"--trainer.default_root_dir={root}",
         f"--trainer.logger.init_args.save_dir={root}",
         f"--model.init_args.max_iterations={args.iterations}",
+        "--trainer.callbacks=[]",  # no checkpoints, videos or evaluation sweeps in the timing
     ]
     if args.precision:
         out.append(f"--trainer.precision={args.precision}")
