@@ -1,13 +1,17 @@
 """Rasterizer throughput over the resolution sweep (one JSON line per resolution).
 
-    python benchmarks/render_throughput.py --device cuda            # H200: the numbers in docs
-    python benchmarks/render_throughput.py --device cpu --worlds 1 --agents 16 --iters 1
+    PICTURA_DATA=.data python benchmarks/render_throughput.py --device cuda   # H200: docs numbers
+    python benchmarks/render_throughput.py --device cpu --worlds 1 --iters 1 --resolutions 32x18
 
-Scene: ``--worlds`` copies of the procedural town (``procedural:seed=0``; a built-in synthetic
-grid if that source is unavailable), ``--agents`` demo agents per world placed on lanes; every
-agent is an ego, all C cameras of the default rig (Table 3). One agent-step = one ego's C views.
-Timing covers `Renderer.render` only (cull + raster), after one warm-up call, with a device
-synchronisation before and after the timed loop.
+Pinned scene (issue 5): ``--map auto`` = ``carla:Town10HD`` when the data root exists, else
+``procedural:seed=0`` (a built-in synthetic grid if neither loads); ``--worlds`` worlds of
+``--slots-per-world`` slots, ``--agents`` agents and ``--parked`` parked cars per world spawned
+by the simulator (`pictura.sim.build_model` + `reset`; ``--spawn demo`` places them on lanes
+instead), walls and lights on. Every valid agent is an ego with all C cameras of the default
+rig (Table 3); one agent-step = one ego's C views. Timing covers `Renderer.render` only
+(cull + raster), after one warm-up call, with a device synchronisation before and after the
+timed loop. ``peak_mem_chunk_gib`` is the device-level memory (cudaMemGetInfo) a fresh
+renderer takes to draw one ``--mem-chunk``-ego chunk (scene, scratch and that chunk's images).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pictura.maps.roadmap import RoadMap, pack_polylines  # noqa: E402
 from pictura.render import CameraRig, Renderer  # noqa: E402
 from pictura.render.demo import spawn_snapshot  # noqa: E402
-from pictura.sim.snapshot import WorldLayout  # noqa: E402
+from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, WorldLayout  # noqa: E402
 
 RESOLUTIONS = ((32, 18), (64, 36), (96, 54), (192, 108), (384, 216))
 
@@ -95,38 +99,98 @@ def peak_mem_gib(device: wp.context.Device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
 
 
+def device_used_bytes(device: wp.context.Device) -> int:
+    """Device-level used memory (cudaMemGetInfo: total - free), after a synchronisation."""
+    wp.synchronize_device(device)
+    return int(device.total_memory - device.free_memory)
+
+
+def pick_source(source: str) -> str:
+    if source != "auto":
+        return source
+    try:
+        from pictura.maps import data_root
+
+        if (data_root() / "carla").is_dir():
+            return "carla:Town10HD"
+    except FileNotFoundError:
+        pass
+    return "procedural:seed=0"
+
+
+def spawn_scene(road_map: RoadMap, args, device: str) -> tuple[WorldLayout, np.ndarray, np.ndarray, str]:
+    """(layout, agent_box (S + P, 8), light_state (L,), how) for ``--worlds`` copies of the map."""
+    n_lights = [len(road_map.light_position)]
+    if args.spawn == "sim":
+        try:
+            from pictura.sim import SimConfig, build_model, reset
+
+            cfg = SimConfig(agents_per_world=(args.agents, args.agents), parked_per_world=args.parked)
+            layout = WorldLayout.uniform([0] * args.worlds, args.slots_per_world, n_lights, args.parked)
+            model = build_model([road_map], layout, cfg, device=device)
+            state = model.state()
+            reset(model, state, seed=0)
+            return layout, state.agent_box.numpy(), state.light_state.numpy(), "sim"
+        except Exception as err:  # the demo placement is the documented fallback
+            print(f"# simulator spawn failed ({err!r}); using the demo placement", file=sys.stderr)
+    layout = WorldLayout.uniform([0] * args.worlds, args.agents, n_lights)
+    boxes = np.concatenate([spawn_snapshot(road_map, args.agents, args.agents, seed=w) for w in range(args.worlds)])
+    lights = np.random.default_rng(0).integers(0, 3, layout.light_count).astype(np.int32)
+    return layout, boxes, lights, "demo"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda", help="Warp device: cuda | cpu (default cuda)")
-    p.add_argument("--map", default="procedural:seed=0", help="map source (default procedural:seed=0)")
-    p.add_argument("--worlds", type=int, default=170, help="worlds (default 170, ~20 K agents)")
+    p.add_argument("--map", default="auto", help="map source; auto = carla:Town10HD if present, else procedural")
+    p.add_argument("--worlds", type=int, default=170, help="worlds (default 170, ~20 K egos)")
+    p.add_argument("--slots-per-world", type=int, default=128, help="agent slots per world (default 128)")
     p.add_argument("--agents", type=int, default=120, help="agents per world (default 120)")
+    p.add_argument("--parked", type=int, default=32, help="parked cars per world (default 32; sim spawn)")
+    p.add_argument("--spawn", choices=("sim", "demo"), default="sim", help="scene placement (default sim)")
     p.add_argument("--iters", type=int, default=10, help="timed render calls per resolution")
     p.add_argument("--chunk", type=int, default=8192, help="requests per kernel pass")
+    p.add_argument("--mem-chunk", type=int, default=2048, help="egos of the chunk whose memory is reported")
     p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
     p.add_argument("--supersample", type=int, default=1, help="rays per pixel per axis")
+    p.add_argument("--raster-order", choices=("tile", "row"), default="tile", help="raster thread order")
     p.add_argument("--resolutions", default=",".join(f"{w}x{h}" for w, h in RESOLUTIONS))
     args = p.parse_args(argv)
 
+    wp.config.quiet = True
     wp.init()
     device = wp.get_device(args.device)
-    road_map = load_scene(args.map)
-    layout = WorldLayout.uniform([0] * args.worlds, args.agents, [len(road_map.light_position)])
-    boxes = np.concatenate([spawn_snapshot(road_map, args.agents, args.agents, seed=w) for w in range(args.worlds)])
-    rng = np.random.default_rng(0)
-    lights = rng.integers(0, 3, (1, layout.light_count)).astype(np.int32)
-    requests = np.stack([np.zeros(len(boxes), np.int32), np.arange(len(boxes), dtype=np.int32)], 1)
+    road_map = load_scene(pick_source(args.map))
+    layout, boxes, lights, how = spawn_scene(road_map, args, args.device)
+    egos = np.flatnonzero(boxes[: layout.num_slots, BOX_KIND] != BOX_INVALID).astype(np.int32)
+    requests = np.stack([np.zeros(len(egos), np.int32), egos], 1)
     agent_box = wp.array(boxes[None], dtype=wp.float32, device=device)
-    light_state = wp.array(lights, dtype=wp.int32, device=device)
+    light_state = wp.array(lights.reshape(1, -1), dtype=wp.int32, device=device)
     req = wp.array(requests, dtype=wp.int32, device=device)
     rig = CameraRig()
-    renderer = Renderer(
-        [road_map], layout, rig, device=args.device, list_capacity=args.capacity,
-        chunk_size=args.chunk, supersample=args.supersample,
-    )  # fmt: skip
+
+    def make_renderer(chunk: int) -> Renderer:
+        r = Renderer(
+            [road_map], layout, rig, device=args.device, list_capacity=args.capacity,
+            chunk_size=chunk, supersample=args.supersample,
+        )  # fmt: skip
+        r._tile_major = int(args.raster_order == "tile")
+        return r
+
+    renderer = make_renderer(args.chunk)
     for res in args.resolutions.split(","):
         w, h = (int(x) for x in res.split("x"))
         rig.set_resolution(w, h)
+        mem = None
+        if device.is_cuda:
+            # A fresh renderer and one chunk's output: the device memory one chunk needs.
+            before = device_used_bytes(device)
+            probe = make_renderer(args.mem_chunk)
+            sub = req[: min(args.mem_chunk, len(requests))]
+            probe_out = probe.new_output(sub.shape[0])
+            probe.render(agent_box, light_state, sub, probe_out)
+            mem = (device_used_bytes(device) - before) / 2**30
+            del probe, probe_out, sub
         out = renderer.new_output(len(requests))
         renderer.render(agent_box, light_state, req, out)  # warm-up (and compile)
         wp.synchronize_device(device)
@@ -146,12 +210,20 @@ def main(argv: list[str] | None = None) -> None:
                     "cameras": rig.num_cameras,
                     "agents": len(requests),
                     "agents_per_world": args.agents,
-                    "agent_steps_per_s": len(requests) / dt,
-                    "images_per_s": len(requests) * rig.num_cameras / dt,
-                    "peak_mem_gib": round(peak_mem_gib(device), 3),
-                    "primitives_per_view_mean": float(counts.mean()),
+                    "parked_per_world": layout.parked_per_world,
+                    "spawn": how,
+                    "agent_steps_per_s": round(len(requests) / dt),
+                    "images_per_s": round(len(requests) * rig.num_cameras / dt),
+                    "ms_per_call": round(dt * 1e3, 3),
+                    "peak_mem_chunk_gib": None if mem is None else round(mem, 3),
+                    "mem_chunk": args.mem_chunk,
+                    "mempool_high_gib": round(peak_mem_gib(device), 3),
+                    "primitives_per_view_mean": round(float(counts.mean()), 2),
+                    "primitives_per_view_p95": float(np.percentile(counts, 95)),
                     "primitives_per_view_max": int(counts.max()),
                     "list_capacity": args.capacity,
+                    "chunk": args.chunk,
+                    "raster_order": args.raster_order,
                     "supersample": args.supersample,
                     "map": road_map.name,
                     "date": time.strftime("%Y-%m-%d"),

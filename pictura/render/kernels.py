@@ -3,18 +3,27 @@
 One Warp module (one compile). A *view* is one (request, camera) pair; views of a chunk are
 numbered ``v = (request - request_offset) * C + camera``.
 
-1. `cull_views` (thread per view): builds the camera basis from the ego's box, gathers the
+1. `gather_views` (thread per view): builds the camera basis from the ego's box, gathers the
    world's agents and the map's static primitives from the grid cells under the camera's
    horizontal field of view (a sector of radius ``far``), rejects those outside the frustum with
-   a bounding-sphere test, and keeps the ``K`` nearest in a list sorted by a lower bound on
-   their ray distance (insertion sort; when full the farthest is dropped). It then bins the
-   list into ``TILE_PX``-square screen tiles: one bit per (tile, entry), from each entry's
-   projected corners.
-2. `raster_views` (thread per output pixel): casts ``s x s`` rays (``s`` = supersample) through
-   the pixel, walks its tile's entries front to back into a 4-slot depth-sorted fragment buffer,
-   stops once the next primitive's bound lies behind an opaque fragment, then composites the
-   fragments front to back over ground or sky. Coverage is analytic: the signed distance (m)
-   of the ray's hit point to the primitive's edge divided by the pixel footprint at that depth.
+   a bounding-sphere test and appends the survivors, unsorted, to a per-view candidate buffer
+   with a lower bound on their ray distance (mode 0). Views with more candidates than the
+   buffer holds are redone in mode 1 with a bounded, stable insertion sort (the farthest drop).
+2. `rank_candidates` (thread per candidate): scatters each candidate to its rank by
+   (bound, gather order) and keeps the ``K`` nearest: the same list the insertion sort builds,
+   but with no O(K) shifting in global memory and with ``cand_cap`` times more threads.
+3. `entry_tiles` (thread per list entry) projects each entry's corners to a screen rectangle;
+   `bin_tiles` (thread per (view, tile, 32 entries)) sets one bit per (tile, entry) for the
+   ``TILE_PX``-square screen tiles the entry may touch.
+4. `raster_views` (thread per output pixel, pixels grouped by screen tile): casts ``s x s``
+   rays (``s`` = supersample) through the pixel, walks its tile's entries front to back into a
+   4-slot depth-sorted fragment buffer, stops once the next primitive's bound lies behind an
+   opaque fragment, then composites the fragments front to back over ground or sky. Coverage
+   is analytic: the signed distance (m) of the ray's hit point to the primitive's edge divided
+   by the pixel footprint at that depth.
+
+Per-view-parallel kernels take a ``view_base`` so a chunk can be split into launches of fewer
+than 2^31 threads (Warp's limit on one launch).
 
 No atomics and a fixed evaluation order: every image is a pure function of the snapshot.
 """
@@ -151,6 +160,29 @@ def list_insert(
 
 
 @wp.func
+def candidate_add(
+    mode: int,
+    cand_ref: wp.array2d(dtype=wp.int32),
+    cand_bound: wp.array2d(dtype=wp.float32),
+    list_ref: wp.array2d(dtype=wp.int32),
+    list_bound: wp.array2d(dtype=wp.float32),
+    v: int,
+    n: int,
+    cand_cap: int,
+    list_cap: int,
+    ref: int,
+    bound: float,
+) -> int:
+    """Mode 0: append unsorted (count keeps growing past ``cand_cap``); mode 1: sorted insert."""
+    if mode == 0:
+        if n < cand_cap:
+            cand_ref[v, n] = ref
+            cand_bound[v, n] = bound
+        return n + 1
+    return list_insert(list_ref, list_bound, v, n, list_cap, ref, bound)
+
+
+@wp.func
 def sector_extent(o: wp.vec3, yaw: float, half: float, far: float) -> wp.vec4:
     """x-y bounding box (xmin, ymin, xmax, ymax) of a circular sector of radius ``far``."""
     lo_x = o[0]
@@ -255,7 +287,7 @@ def entry_rect(
 
 
 @wp.kernel
-def cull_views(
+def gather_views(
     # snapshot history and requests
     agent_box: wp.array3d(dtype=wp.float32),
     requests: wp.array2d(dtype=wp.int32),
@@ -293,10 +325,17 @@ def cull_views(
     entry_ref: wp.array(dtype=wp.int32),
     entry_min_cell: wp.array2d(dtype=wp.int32),
     cell_size: float,
-    # options: solo_slot >= 0 gathers that agent only (occlusion query)
+    # options: solo_slot >= 0 gathers that agent only (occlusion query); mode 0 appends every
+    # candidate unsorted (pass 1), mode 1 redoes only the views whose candidates overflowed
+    # ``cand_cap`` with a bounded sorted insert straight into the list (pass 2)
     solo_slot: int,
     capacity: int,
+    cand_cap: int,
+    mode: int,
     # outputs
+    cand_ref_out: wp.array2d(dtype=wp.int32),
+    cand_bound_out: wp.array2d(dtype=wp.float32),
+    cand_count_out: wp.array(dtype=wp.int32),
     view_origin_out: wp.array(dtype=wp.vec3),
     view_basis_out: wp.array(dtype=wp.mat33),
     view_step_out: wp.array(dtype=wp.int32),
@@ -305,14 +344,18 @@ def cull_views(
     list_ref_out: wp.array2d(dtype=wp.int32),
     list_bound_out: wp.array2d(dtype=wp.float32),
     list_count_out: wp.array(dtype=wp.int32),
-    tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
     tid = wp.tid()
     v = tid
+    if mode == 1:
+        if cand_count_out[v] <= cand_cap:
+            return
     r = request_offset + v / num_cams
     cam = v - (v / num_cams) * num_cams
     step = requests[r, 0]
     slot = requests[r, 1]
+    if mode == 0:
+        cand_count_out[v] = 0
     list_count_out[v] = 0
     view_world_out[v] = -1
     view_step_out[v] = 0
@@ -360,7 +403,10 @@ def cull_views(
         rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
         b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
         if b >= 0.0:
-            n = list_insert(list_ref_out, list_bound_out, v, n, capacity, (_REF_AGENT << _REF_SHIFT) | s, b)
+            n = candidate_add(
+                mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
+                (_REF_AGENT << _REF_SHIFT) | s, b,
+            )
     # The world's parked cars: snapshot rows after the S slots, drawn like agents.
     p0 = num_slots + world * parked_per_world
     for s in range(p0, p0 + parked_per_world):
@@ -375,9 +421,14 @@ def cull_views(
         rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
         b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
         if b >= 0.0:
-            n = list_insert(list_ref_out, list_bound_out, v, n, capacity, (_REF_AGENT << _REF_SHIFT) | s, b)
+            n = candidate_add(
+                mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
+                (_REF_AGENT << _REF_SHIFT) | s, b,
+            )
     if solo_slot >= 0:
-        list_count_out[v] = n
+        if mode == 0:
+            cand_count_out[v] = n
+        list_count_out[v] = wp.min(n, capacity)
         return
 
     # Static primitives from the grid cells under the horizontal field of view.
@@ -419,32 +470,128 @@ def cull_views(
                     rad = _LIGHT_RADIUS
                 b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
                 if b >= 0.0:
-                    n = list_insert(list_ref_out, list_bound_out, v, n, capacity, ref, b)
-    list_count_out[v] = n
+                    n = candidate_add(
+                        mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
+                        ref, b,
+                    )
+    # Pass 2 keeps the overflow flag (count > cand_cap) so a rerun of pass 2 is idempotent.
+    if mode == 0:
+        cand_count_out[v] = n
+    list_count_out[v] = wp.min(n, capacity)
 
-    # Screen binning: bit k of (tile, k / 32) says entry k may touch that tile (1 px margin
-    # for the antialiased fringe). Entries keep their depth order inside every tile.
+
+@wp.kernel
+def rank_candidates(
+    cand_ref: wp.array2d(dtype=wp.int32),
+    cand_bound: wp.array2d(dtype=wp.float32),
+    cand_count: wp.array(dtype=wp.int32),
+    capacity: int,
+    view_base: int,
+    list_ref_out: wp.array2d(dtype=wp.int32),
+    list_bound_out: wp.array2d(dtype=wp.float32),
+):
+    """Thread per (view, candidate): scatter candidate j to its rank by (bound, j).
+
+    The order is exactly the stable bounded insertion sort's (ties keep gather order), so the
+    list is the same as `list_insert` builds; views that overflowed the buffer are left to
+    `gather_views` mode 1.
+    """
+    tid = wp.tid()
+    cap = cand_ref.shape[1]
+    v = view_base + tid / cap
+    j = tid - (tid / cap) * cap
+    n = cand_count[v]
+    if j >= n or n > cap:
+        return
+    b = cand_bound[v, j]
+    rank = int(0)
+    for i in range(n):
+        bi = cand_bound[v, i]
+        if bi < b or (bi == b and i < j):
+            rank += 1
+    if rank < capacity:
+        list_ref_out[v, rank] = cand_ref[v, j]
+        list_bound_out[v, rank] = b
+
+
+@wp.kernel
+def entry_tiles(
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_step: wp.array(dtype=wp.int32),
+    list_ref: wp.array2d(dtype=wp.int32),
+    list_count: wp.array(dtype=wp.int32),
+    agent_box: wp.array3d(dtype=wp.float32),
+    line_a: wp.array(dtype=wp.vec3),
+    line_b: wp.array(dtype=wp.vec3),
+    line_half_width: wp.array(dtype=wp.float32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    light_pos: wp.array(dtype=wp.vec3),
+    focal: float,
+    cx: float,
+    cy: float,
+    width: float,
+    height: float,
+    near: float,
+    view_base: int,
+    # output: inclusive tile range (tx0, ty0, tx1, ty1) per list entry; empty = (1, 1, 0, 0)
+    tile_range_out: wp.array2d(dtype=wp.vec4i),
+):
+    """Thread per (view, list entry): the screen tiles the entry may touch (1 px AA margin)."""
+    tid = wp.tid()
+    cap = list_ref.shape[1]
+    v = view_base + tid / cap
+    k = tid - (tid / cap) * cap
+    if k >= list_count[v]:
+        return
+    tile_range_out[v, k] = wp.vec4i(1, 1, 0, 0)
+    rect = entry_rect(
+        list_ref[v, k], view_step[v], agent_box, line_a, line_b, line_half_width, wall_a, wall_b, wall_height,
+        light_pos, view_origin[v], view_basis[v], focal, cx, cy, near,
+    )  # fmt: skip
+    if rect[2] < -1.0 or rect[3] < -1.0 or rect[0] > width + 1.0 or rect[1] > height + 1.0:
+        return
     tiles_x = (int(width) + _TILE - 1) / _TILE
     tiles_y = (int(height) + _TILE - 1) / _TILE
-    for t in range(tile_mask_out.shape[1]):
-        for wd in range(tile_mask_out.shape[2]):
-            tile_mask_out[v, t, wd] = wp.uint32(0)
-    for k in range(n):
-        rect = entry_rect(
-            list_ref_out[v, k], step, agent_box, line_a, line_b, line_half_width, wall_a, wall_b, wall_height,
-            light_pos, o, basis, focal, cx, cy, near,
-        )  # fmt: skip
-        if rect[2] < -1.0 or rect[3] < -1.0 or rect[0] > width + 1.0 or rect[1] > height + 1.0:
-            continue
-        tx0 = wp.clamp(int(wp.floor((wp.max(rect[0], -2.0) - 1.0) / float(_TILE))), 0, tiles_x - 1)
-        ty0 = wp.clamp(int(wp.floor((wp.max(rect[1], -2.0) - 1.0) / float(_TILE))), 0, tiles_y - 1)
-        tx1 = wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0) + 1.0) / float(_TILE))), 0, tiles_x - 1)
-        ty1 = wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0) + 1.0) / float(_TILE))), 0, tiles_y - 1)
-        bit = wp.uint32(1) << wp.uint32(k % 32)
-        for ty in range(ty0, ty1 + 1):
-            for tx in range(tx0, tx1 + 1):
-                t = ty * tiles_x + tx
-                tile_mask_out[v, t, k / 32] = tile_mask_out[v, t, k / 32] | bit
+    tx0 = wp.clamp(int(wp.floor((wp.max(rect[0], -2.0) - 1.0) / float(_TILE))), 0, tiles_x - 1)
+    ty0 = wp.clamp(int(wp.floor((wp.max(rect[1], -2.0) - 1.0) / float(_TILE))), 0, tiles_y - 1)
+    tx1 = wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0) + 1.0) / float(_TILE))), 0, tiles_x - 1)
+    ty1 = wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0) + 1.0) / float(_TILE))), 0, tiles_y - 1)
+    tile_range_out[v, k] = wp.vec4i(tx0, ty0, tx1, ty1)
+
+
+@wp.kernel
+def bin_tiles(
+    list_count: wp.array(dtype=wp.int32),
+    tile_range: wp.array2d(dtype=wp.vec4i),
+    tiles_x: int,
+    view_base: int,
+    # output: bit k % 32 of word k / 32 says list entry k may touch the tile
+    tile_mask_out: wp.array3d(dtype=wp.uint32),
+):
+    """Thread per (view, tile, mask word). Entries keep their depth order inside every tile."""
+    tid = wp.tid()
+    tiles = tile_mask_out.shape[1]
+    words = tile_mask_out.shape[2]
+    per_view = tiles * words
+    v = view_base + tid / per_view
+    rem = tid - (tid / per_view) * per_view
+    t = rem / words
+    wd = rem - t * words
+    ty = t / tiles_x
+    tx = t - ty * tiles_x
+    n = list_count[v]
+    bits = wp.uint32(0)
+    for b in range(32):
+        k = wd * 32 + b
+        if k >= n:
+            break
+        q = tile_range[v, k]
+        if tx >= q[0] and tx <= q[2] and ty >= q[1] and ty <= q[3]:
+            bits = bits | (wp.uint32(1) << wp.uint32(b))
+    tile_mask_out[v, t, wd] = bits
 
 
 @wp.func
@@ -767,7 +914,7 @@ def trace_ray(
 
 @wp.kernel
 def raster_views(
-    # per-view data from cull_views
+    # per-view data from gather_views / rank_candidates / bin_tiles
     view_origin: wp.array(dtype=wp.vec3),
     view_basis: wp.array(dtype=wp.mat33),
     view_step: wp.array(dtype=wp.int32),
@@ -806,16 +953,34 @@ def raster_views(
     supersample: int,
     antialias: int,
     out_offset: int,
+    view_base: int,
+    tile_major: int,
     # output
     image_out: wp.array4d(dtype=wp.uint8),
 ):
     tid = wp.tid()
     height = image_out.shape[1]
     width = image_out.shape[2]
-    v = tid / (width * height)
-    rem = tid - v * width * height
-    py = rem / width
-    px = rem - py * width
+    v = int(0)
+    px = int(0)
+    py = int(0)
+    if tile_major == 1:
+        # One thread block of pixels per TILE x TILE screen tile: a warp walks one tile list.
+        tiles_x = (width + _TILE - 1) / _TILE
+        per_view = tiles_x * ((height + _TILE - 1) / _TILE) * _TILE * _TILE
+        v = view_base + tid / per_view
+        rem = tid - (tid / per_view) * per_view
+        t = rem / (_TILE * _TILE)
+        q = rem - t * (_TILE * _TILE)
+        py = (t / tiles_x) * _TILE + q / _TILE
+        px = (t - (t / tiles_x) * tiles_x) * _TILE + q - (q / _TILE) * _TILE
+        if px >= width or py >= height:
+            return
+    else:
+        v = view_base + tid / (width * height)
+        rem = tid - (tid / (width * height)) * width * height
+        py = rem / width
+        px = rem - py * width
     world = view_world[v]
     color = wp.vec3(0.0)
     if world >= 0:

@@ -70,6 +70,13 @@ class Renderer:
         self.scene: PackedScene = pack_scene(self.road_maps, cell_size)
         self._upload()
         self._scratch_views = 0
+        # Unsorted candidates kept per view before ranking; views with more are re-culled
+        # by the (slower) sorted-insert pass, so this bounds memory, never the result.
+        self._cand_capacity = max(2 * self.list_capacity, 512)
+        # Raster thread order: 1 = pixels grouped by 8x8 screen tile (coherent list walks).
+        self._tile_major = 1
+        # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
+        self._max_launch = 2**31 - 1
 
     # ---- setup ------------------------------------------------------------------------
     def _upload(self) -> None:
@@ -119,6 +126,10 @@ class Renderer:
         self._list_ref = wp.zeros((views, k), dtype=wp.int32, device=dev)
         self._list_bound = wp.zeros((views, k), dtype=wp.float32, device=dev)
         self._list_count = wp.zeros(views, dtype=wp.int32, device=dev)
+        self._cand_ref = wp.zeros((views, self._cand_capacity), dtype=wp.int32, device=dev)
+        self._cand_bound = wp.zeros((views, self._cand_capacity), dtype=wp.float32, device=dev)
+        self._cand_count = wp.zeros(views, dtype=wp.int32, device=dev)
+        self._tile_range = wp.zeros((views, k), dtype=wp.vec4i, device=dev)
         self._scratch_views = views
 
     def _tile_mask(self, views: int) -> wp.array:
@@ -166,23 +177,29 @@ class Renderer:
         for start in range(0, n, self.chunk_size):
             views = min(self.chunk_size, n - start) * C
             self._cull(agent_box, requests, start, views, solo_slot=-1)
-            wp.launch(
-                kernels.raster_views,
-                dim=views * H * W,
-                inputs=[
-                    self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
-                    self._list_ref, self._list_bound, self._list_count, self._tile_mask(views),
-                    agent_box, light_state, self._world_light_start,
-                    self._line_a, self._line_b, self._line_hw, self._line_kind,
-                    self._wall_a, self._wall_b, self._wall_h,
-                    self._light_pos, self._light_heading, self._light_local,
-                    self._face_color, self._line_color, self._light_color, self._misc_color,
-                    focal, cx, cy, self.rig.near, self.rig.far,
-                    self.supersample, int(self.antialias), start * C,
-                ],
-                outputs=[out],
-                device=self.device,
-            )  # fmt: skip
+            tile = kernels.TILE_PX
+            px_per_view = H * W
+            if self._tile_major:
+                px_per_view = ((W + tile - 1) // tile) * ((H + tile - 1) // tile) * tile * tile
+            mask = self._tile_mask(views)
+            for base, count in self._launch_ranges(views, px_per_view):
+                wp.launch(
+                    kernels.raster_views,
+                    dim=count * px_per_view,
+                    inputs=[
+                        self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
+                        self._list_ref, self._list_bound, self._list_count, mask,
+                        agent_box, light_state, self._world_light_start,
+                        self._line_a, self._line_b, self._line_hw, self._line_kind,
+                        self._wall_a, self._wall_b, self._wall_h,
+                        self._light_pos, self._light_heading, self._light_local,
+                        self._face_color, self._line_color, self._light_color, self._misc_color,
+                        focal, cx, cy, self.rig.near, self.rig.far,
+                        self.supersample, int(self.antialias), start * C, base, int(self._tile_major),
+                    ],
+                    outputs=[out],
+                    device=self.device,
+                )  # fmt: skip
 
     def render_numpy(self, agent_box: np.ndarray, light_state: np.ndarray, requests: np.ndarray) -> np.ndarray:
         """Host convenience (tools, tests): NumPy in, ``(N, C, H, W, 3)`` uint8 NumPy out."""
@@ -265,32 +282,78 @@ class Renderer:
         return 0.0 if counts[1] == 0 else counts[0] / counts[1]
 
     # ---- internals ----------------------------------------------------------------------
+    def _launch_ranges(self, views: int, threads_per_view: int) -> list[tuple[int, int]]:
+        """(first view, view count) pieces so no launch exceeds ``self._max_launch`` threads."""
+        per = max(1, self._max_launch // max(threads_per_view, 1))
+        return [(b, min(per, views - b)) for b in range(0, views, per)]
+
     def _cull(self, agent_box: wp.array, requests: wp.array, start: int, views: int, solo_slot: int) -> None:
+        """Per-view camera, depth-sorted primitive list and (unless solo) screen-tile masks."""
         self._scratch(views)
         sc = self.scene
         focal = self.rig.focal
         cx, cy = self.rig.principal
-        wp.launch(
-            kernels.cull_views,
-            dim=views,
-            inputs=[
-                agent_box, requests, start,
-                self._cam_extr(), self.rig.num_cameras, focal, cx, cy,
-                float(self.rig.width), float(self.rig.height), self.rig.near, self.rig.far,
-                self._slot_world, self._world_map, self._world_slot_start, self._world_slot_count,
-                self.layout.num_slots, self.layout.parked_per_world,
-                self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
-                self._light_pos, self._light_heading,
-                self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
-                self._entry_ref, self._entry_min_cell, sc.cell_size,
-                solo_slot, self.list_capacity,
-            ],
-            outputs=[
-                self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
-                self._list_ref, self._list_bound, self._list_count, self._tile_mask(views),
-            ],
-            device=self.device,
-        )  # fmt: skip
+        width, height = float(self.rig.width), float(self.rig.height)
+        k, cand = self.list_capacity, self._cand_capacity
+        for mode in (0, 1):
+            # Mode 0 gathers every view unsorted; mode 1 re-gathers, sorted, only the views whose
+            # candidates overflowed the buffer (their threads return at once otherwise).
+            wp.launch(
+                kernels.gather_views,
+                dim=views,
+                inputs=[
+                    agent_box, requests, start,
+                    self._cam_extr(), self.rig.num_cameras, focal, cx, cy,
+                    width, height, self.rig.near, self.rig.far,
+                    self._slot_world, self._world_map, self._world_slot_start, self._world_slot_count,
+                    self.layout.num_slots, self.layout.parked_per_world,
+                    self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
+                    self._light_pos, self._light_heading,
+                    self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
+                    self._entry_ref, self._entry_min_cell, sc.cell_size,
+                    solo_slot, k, cand, mode,
+                ],
+                outputs=[
+                    self._cand_ref, self._cand_bound, self._cand_count,
+                    self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
+                    self._list_ref, self._list_bound, self._list_count,
+                ],
+                device=self.device,
+            )  # fmt: skip
+            if mode == 0:
+                for base, count in self._launch_ranges(views, cand):
+                    wp.launch(
+                        kernels.rank_candidates,
+                        dim=count * cand,
+                        inputs=[self._cand_ref, self._cand_bound, self._cand_count, k, base],
+                        outputs=[self._list_ref, self._list_bound],
+                        device=self.device,
+                    )
+        if solo_slot >= 0:
+            return  # the id buffer walks the whole list; no tile masks needed
+        for base, count in self._launch_ranges(views, k):
+            wp.launch(
+                kernels.entry_tiles,
+                dim=count * k,
+                inputs=[
+                    self._view_origin, self._view_basis, self._view_step, self._list_ref, self._list_count,
+                    agent_box, self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
+                    self._light_pos, focal, cx, cy, width, height, self.rig.near, base,
+                ],
+                outputs=[self._tile_range],
+                device=self.device,
+            )  # fmt: skip
+        mask = self._tile_mask(views)
+        tiles_x = (self.rig.width + kernels.TILE_PX - 1) // kernels.TILE_PX
+        per_view = mask.shape[1] * mask.shape[2]
+        for base, count in self._launch_ranges(views, per_view):
+            wp.launch(
+                kernels.bin_tiles,
+                dim=count * per_view,
+                inputs=[self._list_count, self._tile_range, tiles_x, base],
+                outputs=[mask],
+                device=self.device,
+            )
 
     def _cam_extr(self) -> wp.array:
         extr = self.rig.extrinsics()
