@@ -5,8 +5,9 @@ scenario ``steps`` steps long (paper: 200 scenarios x 3000 steps per density), a
 evaluation settings (`eval_sim_config`). Each scenario is one world; ``worlds_per_batch``
 scenarios run side by side in one env and every batch is a fresh reset with its own seed.
 
-Zero-shot WOMD: the scene selection (`womd_selection`) is implemented; the rollout needs log
-replay in the simulator, which does not exist yet (`run_womd` raises).
+Zero-shot WOMD: `womd_selection` picks the controlled vehicles and thins the road users;
+`run_womd` rolls the scenes out with log replay (`pictura.envs.replay.ReplayDrivingEnv`, one
+world per scene, `pictura.sim.replay` in the simulator).
 """
 
 from __future__ import annotations
@@ -320,10 +321,78 @@ def womd_scenes(
             yield scenario, selection
 
 
-def run_womd(*args, **kwargs):
-    """Zero-shot WOMD rollouts: need log replay in the simulator (not implemented yet)."""
-    raise NotImplementedError(
-        "--protocol womd: log replay not implemented yet in pictura.sim (replayed tracks, controlled "
-        "vehicles from logged starts with a single goal, removal on arrival); the scene selection "
-        "(pictura.eval.protocols.womd_scenes) is ready for it"
-    )
+@dataclass
+class WomdResult:
+    """Counters of one density (see `pictura.eval.metrics.COUNTERS`), not yet reduced;
+    ``scenes``: scenes rolled out, ``skipped``: scenes without a controlled vehicle."""
+
+    density: float
+    scenes: int
+    skipped: int
+    steps: int
+    counters: torch.Tensor
+
+
+ReplayEnvBuilder = Callable[..., object]
+"""``build(scenarios=, density=, seed=, device=, sim=, episode_length=)`` -> a
+`pictura.envs.replay.ReplayDrivingEnv` (or an env with the same ``state`` and keys)."""
+
+
+def replay_env_builder(**fixed) -> ReplayEnvBuilder:
+    """A `ReplayEnvBuilder` that makes `ReplayDrivingEnv` with ``fixed`` keyword arguments
+    (e.g. ``rig``, ``observation``, ``validate_actions``) added to the protocol's."""
+
+    def build(**kwargs):
+        from pictura.envs.replay import ReplayDrivingEnv  # the env imports this module
+
+        return ReplayDrivingEnv(**fixed, **kwargs)
+
+    return build
+
+
+def run_womd(
+    build_env: ReplayEnvBuilder,
+    make_policy: PolicyMaker,
+    sources: Iterable[str | Path],
+    density: float,
+    steps: int = WOMD_STEPS,
+    max_scenes: int | None = None,
+    device: str = "cpu",
+    seed: int = 0,
+    scenes_per_batch: int = 8,
+    progress: Callable[[int], None] | None = None,
+    base_sim: SimConfig | None = None,
+) -> WomdResult:
+    """Zero-shot WOMD rollouts at one ``density``: the scenes of ``sources`` that have a
+    controlled vehicle (at most ``max_scenes``), ``scenes_per_batch`` at a time (one world
+    each), ``steps`` steps (600), argmax policy of ``make_policy(env)``.
+
+    Controlled vehicles drive from their logged start to their final logged position (single
+    goal, 2 m, removed on arrival); the others replay their logs (`pictura.sim.replay`). A
+    vehicle's episode runs to its first infraction, its arrival or the scene end; metrics
+    count controlled vehicles only (replayed ones are never ``active``).
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    if scenes_per_batch < 1:
+        raise ValueError(f"scenes_per_batch must be >= 1, got {scenes_per_batch}")
+    sources = list(sources)
+    scenes = [scenario for scenario, _ in womd_scenes(sources, density, seed)]
+    skipped = len(sources) - len(scenes)
+    if max_scenes is not None:
+        scenes = scenes[:max_scenes]
+    if not scenes:
+        raise ValueError(f"no WOMD scene with a controlled vehicle at density {density}")
+    counters = None
+    for start in range(0, len(scenes), scenes_per_batch):
+        batch = scenes[start : start + scenes_per_batch]
+        # episode_length = steps + 1: the scene-end reset never fires inside the rollout
+        env = build_env(
+            scenarios=batch, density=density, seed=seed, device=device, sim=base_sim, episode_length=steps + 1
+        )
+        metrics = EpisodeMetrics(env.num_slots, env.device)
+        rollout_scenarios(env, make_policy(env), steps, metrics)
+        counters = metrics.counters if counters is None else counters + metrics.counters
+        if progress is not None:
+            progress(len(batch))
+    return WomdResult(float(density), len(scenes), skipped, steps, counters)

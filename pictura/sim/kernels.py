@@ -32,8 +32,9 @@ from pictura.sim.features import (
 )
 from pictura.sim.geometry import boxes_overlap, rng_key, wrap_angle
 from pictura.sim.lanes import associate_lane, lane_speed_limit, lane_station, sample_goal_set
-from pictura.sim.model import ModelData
+from pictura.sim.model import SLOT_CONTROLLED, SLOT_REPLAYED, ModelData
 from pictura.sim.paths import sample_path_goals
+from pictura.sim.replay import follow_log, restore_logged_world
 from pictura.sim.rewards import write_rewards
 from pictura.sim.snapshot import BOX_INVALID
 from pictura.sim.spawn import PURPOSE_GOALS, PURPOSE_SEED, respawn_world
@@ -62,11 +63,14 @@ _BOX_INVALID = wp.constant(BOX_INVALID)
 _PEDESTRIAN = wp.constant(AGENT_PEDESTRIAN)
 _P_GOALS = wp.constant(PURPOSE_GOALS)
 _P_SEED = wp.constant(PURPOSE_SEED)
+_CONTROLLED = wp.constant(SLOT_CONTROLLED)
+_REPLAYED = wp.constant(SLOT_REPLAYED)
 
 
 @wp.kernel
 def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData, state_out: StateData):
-    """Carry every per-slot field over and advance active agents by the bicycle model."""
+    """Carry every per-slot field over and advance active agents by the bicycle model;
+    replayed slots (log replay) take their logged pose instead."""
     slot = wp.tid()
     # fields the dynamics do not touch
     state_out.length[slot] = state_in.length[slot]
@@ -97,7 +101,8 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
     heading = state_in.heading[slot]
     state_out.prev_pos[slot] = pos
     state_out.prev_heading[slot] = heading
-    if state_in.valid[slot] != 0 and state_in.halted[slot] == 0:
+    replayed = model.slot_mode[slot] == _REPLAYED
+    if state_in.valid[slot] != 0 and state_in.halted[slot] == 0 and not replayed:
         a_long = state_in.accel_long[slot]
         a_lat = state_in.accel_lat[slot]
         kind = state_in.kind[slot]
@@ -138,6 +143,8 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
         state_out.jerk_lat[slot] = 0.0
         state_out.steering[slot] = state_in.steering[slot]
         state_out.distance[slot] = state_in.distance[slot]
+    if replayed:
+        follow_log(model, state_in, slot, state_out)
 
 
 @wp.kernel
@@ -146,10 +153,17 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     goals, rewards, dones, for every agent active before this step.
 
     Pedestrians have no off-road or red-light rule; a wall crossed by a pedestrian is a
-    collision. Parked cars are read from ``state_in.agent_box`` (they only change at resets)."""
+    collision. Parked cars are read from ``state_in.agent_box`` (they only change at resets).
+    Log replay: replayed slots have no rules (others collide with them); a controlled vehicle
+    has one goal; reaching it sets goal_index 3 and `world_kernel` then removes the vehicle
+    (not here: other threads of this launch read ``valid`` in their collision test)."""
     slot = wp.tid()
     if state_out.valid[slot] == 0 or state_out.halted[slot] != 0:
         return
+    mode = model.slot_mode[slot]
+    if mode == _REPLAYED:
+        return
+    controlled = mode == _CONTROLLED
     w = model.slot_world[slot]
     m = model.world_map[w]
     kind = state_out.kind[slot]
@@ -197,7 +211,12 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     v = state_out.speed[slot]
     paid = int(0)
     gi = state_out.goal_index[slot]
-    if offroad == 0 and collision == 0 and red_light == 0 and gi < 3:
+    if offroad == 0 and collision == 0 and red_light == 0 and controlled:
+        # log replay: a single goal (the final logged position), the eval radius, any speed
+        if goal_reached(state_out.goal[slot, 0], state_out.prev_pos[slot], pos, model.eval_goal_radius):
+            paid = 1
+            gi = 3
+    elif offroad == 0 and collision == 0 and red_light == 0 and gi < 3:
         radius = state_out.conditioning[slot, _C_DELTA_GOAL]
         if model.eval_mode != 0:
             radius = model.eval_goal_radius
@@ -207,7 +226,7 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
             if gi < 2 or v < state_out.conditioning[slot, _C_V_GOAL]:
                 paid = 1
                 gi = gi + 1
-    if gi >= 3 and (lane >= 0 or pedestrian):
+    if gi >= 3 and (lane >= 0 or pedestrian) and not controlled:
         # open-ended episodes: the next set starts from the current lane (pedestrians: from
         # the path segment of the last waypoint)
         key = rng_key(state_in.world_seed[w], _P_GOALS, state_in.world_episode[w], state_in.world_step[w])
@@ -246,18 +265,19 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
 
 @wp.func
 def count_active(model: ModelData, state: StateData, w: int):
-    """Slots of world ``w`` that are valid and not halted."""
+    """Slots of world ``w`` that are valid and not halted (replayed slots do not count)."""
     n = int(0)
     start = model.world_slot_start[w]
     for slot in range(start, start + model.world_slot_count[w]):
-        if state.valid[slot] != 0 and state.halted[slot] == 0:
+        if state.valid[slot] != 0 and state.halted[slot] == 0 and model.slot_mode[slot] != _REPLAYED:
             n += 1
     return n
 
 
 @wp.kernel
 def world_kernel(model: ModelData, state_in: StateData, state_out: StateData):
-    """Advance each world's clock; reset worlds past episode_length or with too many halted."""
+    """Advance each world's clock; reset worlds past episode_length or with too many halted
+    (log replay: no early reset, and a reset restores the logged start)."""
     w = wp.tid()
     state_out.world_seed[w] = state_in.world_seed[w]
     state_out.world_agent_count[w] = state_in.world_agent_count[w]
@@ -277,6 +297,13 @@ def world_kernel(model: ModelData, state_in: StateData, state_out: StateData):
 
     start = model.world_slot_start[w]
     count = model.world_slot_count[w]
+    if model.replay != 0:
+        # log replay: a controlled vehicle that reached its single goal leaves the world
+        for slot in range(start, start + count):
+            if model.slot_mode[slot] == _CONTROLLED and state_out.valid[slot] != 0:
+                if state_out.goal_index[slot] >= 3:
+                    state_out.valid[slot] = 0
+                    state_out.speed[slot] = 0.0
     n_valid = int(0)
     n_halted = int(0)
     for slot in range(start, start + count):
@@ -285,13 +312,14 @@ def world_kernel(model: ModelData, state_in: StateData, state_out: StateData):
             if state_out.halted[slot] != 0:
                 n_halted += 1
     reset = step >= model.episode_length
-    if n_valid > 0 and float(n_halted) >= model.early_reset_halted_fraction * float(n_valid):
+    if model.replay == 0 and n_valid > 0 and float(n_halted) >= model.early_reset_halted_fraction * float(n_valid):
         reset = True
     state_out.world_reset[w] = 0
     if reset:
         for slot in range(start, start + count):
             if state_in.valid[slot] != 0 and state_in.halted[slot] == 0 and state_out.terminated[slot] == 0:
-                state_out.truncated[slot] = 1
+                if model.slot_mode[slot] != _REPLAYED:
+                    state_out.truncated[slot] = 1
         episode = episode + 1
         step = 0
         state_out.world_reset[w] = 1
@@ -303,7 +331,10 @@ def world_kernel(model: ModelData, state_in: StateData, state_out: StateData):
         for c in range(8):
             state_out.agent_box[row, c] = state_in.agent_box[row, c]
     if reset:
-        respawn_world(model, state_out, w)
+        if model.replay != 0:
+            restore_logged_world(model, state_out, w)
+        else:
+            respawn_world(model, state_out, w)
     state_out.world_active_count[w] = count_active(model, state_out, w)
 
 
@@ -324,7 +355,10 @@ def reset_kernel(model: ModelData, seed: int, state: StateData):
             state.events[slot, k] = 0
         state.terminated[slot] = 0
         state.truncated[slot] = 0
-    respawn_world(model, state, w)
+    if model.replay != 0:
+        restore_logged_world(model, state, w)
+    else:
+        respawn_world(model, state, w)
     state.world_active_count[w] = count_active(model, state, w)
 
 
@@ -370,11 +404,12 @@ def normalise_coefficient(model: ModelData, c: int, value: float):
 
 @wp.kernel
 def observe_kernel(model: ModelData, state: StateData):
-    """Write ``active``, the render snapshot ``agent_box`` and the observation features."""
+    """Write ``active`` (valid, not halted, not replayed), the render snapshot ``agent_box``
+    and the observation features."""
     slot = wp.tid()
     valid = state.valid[slot] != 0
     active = int(0)
-    if valid and state.halted[slot] == 0:
+    if valid and state.halted[slot] == 0 and model.slot_mode[slot] != _REPLAYED:
         active = 1
     state.active[slot] = active
     pos = state.pos[slot]

@@ -21,7 +21,13 @@ from pictura.sim.grid import bin_segments, grid_for_bounds
 from pictura.sim.snapshot import WorldLayout
 
 if TYPE_CHECKING:
+    from pictura.sim.replay import ReplayLog
     from pictura.sim.state import Control, State
+
+SLOT_SELF_PLAY, SLOT_CONTROLLED, SLOT_REPLAYED, SLOT_EMPTY = 0, 1, 2, 3
+"""Per-slot modes: self-play (spawned and driven by the policy, the training default);
+controlled (log replay: starts at its logged pose, the policy drives it to its single goal);
+replayed (follows its logged track); empty (never populated)."""
 
 
 @wp.struct
@@ -125,6 +131,18 @@ class ModelData:
     spawn_speed_fraction: float
     eval_mode: int
     eval_goal_radius: float
+    # log replay (`pictura.sim.replay`); all empty and replay = 0 for self-play
+    replay: int
+    slot_mode: wp.array(dtype=wp.int32)
+    slot_track: wp.array(dtype=wp.int32)
+    track_pos: wp.array2d(dtype=wp.vec3)
+    track_heading: wp.array2d(dtype=float)
+    track_speed: wp.array2d(dtype=float)
+    track_valid: wp.array2d(dtype=wp.int32)
+    track_size: wp.array(dtype=wp.vec3)
+    track_kind: wp.array(dtype=wp.int32)
+    track_goal: wp.array(dtype=wp.vec3)
+    track_steps: int
     green_lo: float
     green_hi: float
     yellow_lo: float
@@ -174,6 +192,12 @@ class Model:
     Conditioning: cond_low, cond_high (17,) float; cond_kind (17,) DIST_* (Table 2)
     Agent types:  type_v_max, type_accel_max (3,) m/s, m/s^2; type_length_lo/hi,
                   type_width_lo/hi, type_height (3,) m, indexed by AGENT_*
+    Log replay (`pictura.sim.replay.ReplayLog`; R packed tracks over Tr steps; R = 0 and
+                  replay = 0 for self-play): slot_mode (S,) SLOT_*; slot_track (S,) packed
+                  track row or -1; track_pos (R, Tr) vec3 m; track_heading (R, Tr) rad;
+                  track_speed (R, Tr) m/s signed along the heading; track_valid (R, Tr) int 0/1
+                  (the first valid run of the log only); track_size (R,) vec3 length, width,
+                  height m; track_kind (R,) AGENT_*; track_goal (R,) vec3 m last valid position
     """
 
     def __init__(self, device: str, config: SimConfig, layout: WorldLayout, map_names: list[str]):
@@ -181,6 +205,7 @@ class Model:
         self.config = config
         self.layout = layout
         self.map_names = map_names
+        self.replay: ReplayLog | None = None
         self.data = ModelData()
 
     @property
@@ -264,9 +289,17 @@ def pedestrian_paths(rm: RoadMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
 
 
 def build_model(
-    road_maps: list[RoadMap], layout: WorldLayout, config: SimConfig, device: str = "cpu"
+    road_maps: list[RoadMap],
+    layout: WorldLayout,
+    config: SimConfig,
+    device: str = "cpu",
+    replay: ReplayLog | None = None,
 ) -> Model:
     """Pack ``road_maps`` and ``layout`` into a `Model` on ``device``.
+
+    ``replay`` (`pictura.sim.replay.ReplayLog`) turns the model into log replay: slots are
+    controlled, replayed or empty as it says, and world resets restore the logged start
+    instead of spawning (see `pictura.sim.replay`).
 
     Raises ``ValueError`` naming the field when the maps, layout and config do not fit
     (e.g. a world with more agents than slots, a map with no lanes, light counts that differ).
@@ -483,6 +516,34 @@ def build_model(
     for name, values in per_type.items():
         a[name] = np.asarray(values, f)
 
+    S = layout.num_slots
+    if replay is None:
+        a["slot_mode"] = np.zeros(S, i)
+        a["slot_track"] = np.full(S, -1, i)
+        a["track_pos"] = np.zeros((0, 1, 3), f)
+        a["track_heading"] = np.zeros((0, 1), f)
+        a["track_speed"] = np.zeros((0, 1), f)
+        a["track_valid"] = np.zeros((0, 1), i)
+        a["track_size"] = np.zeros((0, 3), f)
+        a["track_kind"] = np.zeros(0, i)
+        a["track_goal"] = np.zeros((0, 3), f)
+    else:
+        replay.validate(S)
+        if config.parked_per_world != 0:
+            raise ValueError(
+                f"SimConfig.parked_per_world must be 0 for log replay, got {config.parked_per_world}"
+            )
+        a["slot_mode"] = replay.slot_mode.astype(i)
+        a["slot_track"] = replay.slot_track.astype(i)
+        a["track_pos"] = replay.track_position.astype(f)
+        a["track_heading"] = replay.track_heading.astype(f)
+        a["track_speed"] = replay.track_speed.astype(f)
+        a["track_valid"] = replay.track_valid.astype(i)
+        a["track_size"] = replay.track_size.astype(f)
+        a["track_kind"] = replay.track_kind.astype(i)
+        a["track_goal"] = replay.track_goal.astype(f)
+    model.replay = replay
+
     dtypes = {k: v for k, v in ModelData.vars.items()}
     for name, values in a.items():
         var = dtypes[name]
@@ -520,6 +581,8 @@ def build_model(
         spawn_speed_fraction=float(c.spawn_speed_fraction),
         eval_mode=int(c.eval),
         eval_goal_radius=float(c.eval_goal_radius),
+        replay=int(replay is not None),
+        track_steps=int(a["track_valid"].shape[1]),
         green_lo=float(c.eval_light_s[0] if c.eval else c.light_green_s[0]),
         green_hi=float(c.eval_light_s[0] if c.eval else c.light_green_s[1]),
         yellow_lo=float(c.eval_light_s[1] if c.eval else c.light_yellow_s[0]),

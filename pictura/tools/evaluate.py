@@ -21,10 +21,11 @@ from pictura.eval.protocols import (
     IN_DOMAIN_DENSITIES,
     PROTOCOLS,
     WOMD_DENSITIES,
+    WOMD_STEPS,
     default_maps,
+    replay_env_builder,
     run_in_domain,
     run_womd,
-    womd_scenes,
     womd_sources,
 )
 from pictura.eval.report import format_table, plot_metrics, write_json
@@ -54,8 +55,14 @@ def _parser() -> argparse.ArgumentParser:
         "--densities", nargs="+", type=float, metavar="D",
         help="in-domain: agents per world (default 60 120 150); womd: fractions kept (default 1 0.75 0.5)",
     )
-    p.add_argument("--scenarios", type=int, default=8, help="scenarios per density (paper: 200; default 8)")
-    p.add_argument("--steps", type=int, default=300, help="steps per scenario (paper: 3000; default 300)")
+    p.add_argument(
+        "--scenarios", type=int, default=8,
+        help="scenarios per density (paper: 200; default 8); womd: at most this many scenes with a controlled vehicle",
+    )
+    p.add_argument(
+        "--steps", type=int, default=None,
+        help="steps per scenario (paper: 3000 in-domain, 600 womd; default 300 in-domain, 600 womd)",
+    )
     p.add_argument("--worlds-per-batch", type=int, default=8, help="scenarios run side by side in one env")
     p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 (default cpu)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the scenarios (same for every policy)")
@@ -196,6 +203,25 @@ def evaluate_in_domain(args, policies) -> tuple[dict, dict]:
     return results, meta
 
 
+def _womd_builder(spec, resolution: tuple[int, int]):
+    """(replay env builder, base SimConfig) for a baseline string or a checkpoint: checkpoints
+    keep their rig and observation (vectorized: WOMD segments cut to <= 5 m, App. C.2)."""
+    import dataclasses
+
+    from pictura.envs.observations import VectorizedObservationConfig
+    from pictura.render import CameraRig
+
+    if isinstance(spec, str):
+        rig = CameraRig(width=resolution[0], height=resolution[1])
+        return replay_env_builder(rig=rig, validate_actions=False), None
+    keywords = dict(getattr(spec.env_factory, "keywords", {}))
+    fixed = {k: keywords[k] for k in ("rig", "observation") if k in keywords}
+    obs = fixed.get("observation")
+    if isinstance(obs, VectorizedObservationConfig) and obs.subdivide_long_segments is None:
+        fixed["observation"] = dataclasses.replace(obs, subdivide_long_segments=5.0)
+    return replay_env_builder(validate_actions=False, **fixed), keywords.get("sim")
+
+
 def evaluate_womd(args, policies) -> tuple[dict, dict]:
     if args.data is None:
         from pictura.maps import data_root
@@ -204,15 +230,33 @@ def evaluate_womd(args, policies) -> tuple[dict, dict]:
     else:
         data = args.data
     sources = womd_sources(data)
-    densities = list(args.densities or WOMD_DENSITIES)
-    counts = {str(d): sum(1 for _ in womd_scenes(sources, d, args.seed)) for d in densities}
-    print(f"womd: {len(sources)} scene files; scenes with a controlled vehicle per density: {counts}", file=sys.stderr)
-    run_womd()
-    return {}, {}
+    densities = [float(d) for d in (args.densities or WOMD_DENSITIES)]
+    resolution = _parse_resolution(args.resolution)
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    scenes: dict[str, int] = {}
+    for name, spec in policies:
+        builder, base_sim = _womd_builder(spec, resolution)
+        results[name] = {}
+        for density in densities:
+            progress = _Progress(min(args.scenarios, len(sources)), f"{name} @ {density}", not args.no_progress)
+            result = run_womd(
+                builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), sources, density, args.steps,
+                max_scenes=args.scenarios, device=args.device, seed=args.seed,
+                scenes_per_batch=args.worlds_per_batch, progress=progress, base_sim=base_sim,
+            )
+            progress.close()
+            scenes[str(density)] = result.scenes
+            results[name][str(density)] = M.summarize(M.all_reduce_counters(result.counters))
+    meta = {"protocol": "womd", "maps": [str(data)], "maps_note": f"WOMD scenes of {data} (log replay)",
+            "densities": densities, "scenarios": args.scenarios, "scenes": scenes, "scene_files": len(sources),
+            "steps": args.steps, "seed": args.seed, "device": args.device}
+    return results, meta
 
 
 def main(argv: list[str]) -> None:
     args = _parser().parse_args(argv)
+    if args.steps is None:
+        args.steps = WOMD_STEPS if args.protocol == "womd" else 300
     try:
         if args.scenarios < 1 or args.steps < 1 or args.worlds_per_batch < 1:
             raise ValueError("--scenarios, --steps and --worlds-per-batch must be >= 1")

@@ -40,7 +40,7 @@ def test_full_world_random_rollout():
         ev = s0.events.numpy()
         for k in range(3):
             events[k] += ev[kind_before == k].sum(0)
-        light_hist.append(s0.light_state.numpy())
+        light_hist.append(s0.light_state.numpy().copy())  # .numpy() on CPU is a view
         world_reset = s0.world_reset.numpy()
         if world_reset.any() or t % 100 == 0:
             st = s0.numpy()

@@ -115,14 +115,6 @@ def test_empty_data_folder_is_a_clear_error(tmp_path):
         main(["--policy", "random", "--protocol", "womd", "--data", str(empty), "--json", str(tmp_path / "x.json")])
 
 
-def test_womd_protocol_says_log_replay_is_missing(tmp_path):
-    from tests.eval.test_womd_protocol import _womd_dir
-
-    with pytest.raises(SystemExit, match="log replay not implemented yet"):
-        main(["--policy", "random", "--protocol", "womd", "--data", str(_womd_dir()), "--densities", "1",
-              "--json", str(tmp_path / "x.json")])
-
-
 @pytest.mark.parametrize(
     "args, message",
     [

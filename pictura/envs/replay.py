@@ -1,0 +1,150 @@
+"""`ReplayDrivingEnv`: `DrivingEnv` over logged scenes (the zero-shot WOMD protocol).
+
+One world per scene. The paper's selection (`pictura.eval.protocols.womd_selection`) picks
+the controlled vehicles (valid at t = 0, final logged position > 2 m from the start) and thins
+the road users to ``density``; every other kept road user replays its log
+(`pictura.sim.replay`). Step, reset, rendering and observations are `DrivingEnv`'s: replayed
+agents are in ``agent_box`` (drawn, partners, collidable) but never ``valid`` in the
+tensordict (the policy drives only controlled slots).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import warp as wp
+from torchrl.envs import EnvBase
+
+from pictura.envs.driving import DrivingEnv, warp_device
+from pictura.envs.observations import VectorizedObservationConfig
+from pictura.eval.protocols import WOMD_STEPS, womd_selection
+from pictura.maps import Scenario, load
+from pictura.render import CameraRig, Renderer
+from pictura.sim import SimConfig, build_model
+from pictura.sim.replay import ReplayLog
+from pictura.sim.snapshot import WorldLayout
+
+
+def replay_sim_config(base: SimConfig | None = None, episode_length: int = WOMD_STEPS) -> SimConfig:
+    """The WOMD protocol's rules: ``base`` with eval settings (v_max 20, goal radius 2 m), an
+    ``episode_length``-step cap (600), no parked cars. Sizes come from the logs; traffic
+    lights are off and there is no early reset in a replay model whatever the config says."""
+    base = SimConfig() if base is None else base
+    return dataclasses.replace(base, eval=True, episode_length=int(episode_length), parked_per_world=0)
+
+
+def _as_scenario(source: str | Scenario) -> Scenario:
+    scenario = source if isinstance(source, Scenario) else load(str(source))
+    if not isinstance(scenario, Scenario):
+        raise ValueError(f"scenarios: {source!r} is a map without logged tracks, not a Scenario")
+    return scenario
+
+
+class ReplayDrivingEnv(DrivingEnv):
+    """`DrivingEnv` with one world per logged scene and log replay.
+
+    Args:
+        scenarios: scene sources (`pictura.maps.load`, e.g. a WOMD ``.json`` / ``.tfrecord``
+            path) or `Scenario` objects.
+        device: torch device.
+        density: fraction of road users kept per scene (1.0, 0.75, 0.5 in the paper).
+        seed: seeds the thinning (with each scene's id) and the controlled vehicles' Table 2
+            conditioning draws.
+        rig, observation, validate_actions, share_pixel_buffer: as `DrivingEnv`.
+        sim: base simulator settings; `replay_sim_config` applies the protocol's changes.
+        episode_length: steps before a world restores its logged start (600).
+        slots_per_world: capacity per world; default: the most kept road users of any scene.
+
+    Scenes without a controlled vehicle (after thinning) are skipped: their ids are in
+    ``skipped`` and ``scenario_ids`` lists the scene of each world. ``ValueError`` when no scene
+    is left. ``replay_log`` is the packed `ReplayLog` (slot modes, tracks) and ``selections``
+    the `WomdSelection` of each world.
+    """
+
+    def __init__(
+        self,
+        scenarios: Sequence[str | Scenario],
+        device: str = "cpu",
+        density: float = 1.0,
+        seed: int = 0,
+        rig: CameraRig | None = None,
+        sim: SimConfig | None = None,
+        observation: VectorizedObservationConfig | None = None,
+        validate_actions: bool = True,
+        share_pixel_buffer: bool = False,
+        episode_length: int = WOMD_STEPS,
+        slots_per_world: int | None = None,
+    ) -> None:
+        if len(scenarios) == 0:
+            raise ValueError("scenarios must name at least one scene")
+        kept, selections, skipped = [], [], []
+        for source in scenarios:
+            scenario = _as_scenario(source)
+            selection = womd_selection(scenario, density, seed)
+            if selection.controlled.any():
+                kept.append(scenario)
+                selections.append(selection)
+            else:
+                skipped.append(scenario.scenario_id)
+        if not kept:
+            raise ValueError(
+                f"scenarios: none of the {len(scenarios)} scenes has a controlled vehicle at density {density}"
+            )
+        need = max(int(s.present.sum()) for s in selections)
+        if slots_per_world is None:
+            slots_per_world = need
+        elif slots_per_world < need:
+            raise ValueError(f"slots_per_world={slots_per_world} is below the {need} road users of a scene")
+        self.scenarios = kept
+        self.selections = selections
+        self.skipped = skipped
+        self.scenario_ids = [s.scenario_id for s in kept]
+        self.density = float(density)
+        self.replay_log = ReplayLog.from_scenarios(
+            kept, [s.present for s in selections], [s.controlled for s in selections], slots_per_world
+        )
+
+        # DrivingEnv.__init__ builds maps from sources and spawns agents; this is the same set-up
+        # with the scenes' maps, one world each, and the replay log in the model.
+        num_worlds = len(kept)
+        num_slots = num_worlds * slots_per_world
+        EnvBase.__init__(self, device=torch.device(device), batch_size=torch.Size([num_slots]))
+        wp.init()
+        self._wp_device = warp_device(self.device)
+        self.map_sources = [s.scenario_id for s in kept]
+        self.road_maps = [s.road_map for s in kept]
+        config = replay_sim_config(sim, episode_length)
+        self.sim_config = dataclasses.replace(config, agents_per_world=(1, int(slots_per_world)))
+        self.sim_config.validate()
+        self.layout = WorldLayout.uniform(
+            np.arange(num_worlds), slots_per_world, [len(m.light_position) for m in self.road_maps], 0
+        )
+        self.rig = CameraRig() if rig is None else rig
+        self.validate_actions = validate_actions
+        self.share_pixel_buffer = share_pixel_buffer
+        self._seed = int(seed)
+        with self._warp_scope():
+            self.model = build_model(
+                self.road_maps, self.layout, self.sim_config, device=self._wp_device, replay=self.replay_log
+            )
+            self._states = [self.model.state(), self.model.state()]
+            self._control = self.model.control()
+            self.renderer = Renderer(self.road_maps, self.layout, self.rig, device=self._wp_device)
+            self.vectorized = (
+                None if observation is None else observation.build(self.road_maps, self.layout, self._wp_device)
+            )
+        self._action = wp.to_torch(self._control.action)
+        self._world_id = torch.as_tensor(self.layout.slot_world, dtype=torch.int64, device=self.device)
+        self._act_requests = torch.stack(
+            [torch.zeros(num_slots, dtype=torch.int32), torch.arange(num_slots, dtype=torch.int32)], dim=1
+        ).to(self.device)
+        self._pixels = self._new_pixels(num_slots)
+        self._make_specs()
+
+    @property
+    def slot_mode(self) -> torch.Tensor:
+        """(S,) int32 SLOT_* of every slot (`pictura.sim.replay`)."""
+        return torch.as_tensor(self.replay_log.slot_mode, device=self.device)
