@@ -1,7 +1,7 @@
 """Command line: ``python -m pictura <command>``.
 
 ``fit | validate | test | predict`` go to LightningCLI (`pictura.modules.cli`); the tools
-(``map-info``, ``render``, ``evaluate``) each live in `pictura.tools`
+(``map-info``, ``render``, ``evaluate``, ``video``, ``probe``) each live in `pictura.tools`
 and take ``--help``.
 """
 
@@ -15,6 +15,8 @@ TOOLS = {
     "map-info": ("pictura.tools.map_info", "print map statistics or write GeoJSON"),
     "render": ("pictura.tools.render_scene", "render a hand-written scene or a live world to PNG"),
     "evaluate": ("pictura.tools.evaluate", "evaluate policies with the paper's protocols (App. C)"),
+    "video": ("pictura.tools.video", "GIF/MP4 of one agent's camera views beside a top-down overview"),
+    "probe": ("pictura.tools.probe", "counterfactual grounding probes: removal | pedestrian | takeover"),
 }
 
 

@@ -70,6 +70,9 @@ class CameraVideo(Callback):
         columns: cameras per row (2 -> 2x2 for four cameras, 4 -> 1x4).
         fps: frames per second of the GIF (the simulator runs at 10 steps/s).
         mp4: also write an MP4 when imageio is available.
+        overview: draw the top-down overview (`pictura.eval.overview.overview_for_slot`, the
+            same drawing as ``python -m pictura video``) beside each mosaic, from the rollout's
+            snapshot history; needs an env with ``road_maps`` (ignored otherwise).
     """
 
     def __init__(
@@ -80,6 +83,7 @@ class CameraVideo(Callback):
         columns: int = 2,
         fps: int = 10,
         mp4: bool = False,
+        overview: bool = False,
     ):
         for name, value in (("max_frames", max_frames), ("scale", scale), ("columns", columns), ("fps", fps)):
             if value < 1:
@@ -88,6 +92,8 @@ class CameraVideo(Callback):
             raise ValueError(f"every_n_iterations must be >= 0, got {every_n_iterations}")
         self.every_n_iterations, self.max_frames = every_n_iterations, max_frames
         self.scale, self.columns, self.fps, self.mp4 = scale, columns, fps, mp4
+        self.overview = overview
+        self._picked: tuple[int, torch.Tensor] | None = None
         self.written: list[str] = []
         self._last_iteration = -1
 
@@ -103,6 +109,7 @@ class CameraVideo(Callback):
         if steps.numel() == 0:
             return None
         slots = torch.full_like(steps, slot)
+        self._picked = (slot, steps)
         if "pixels" in buf:
             pixels = buf["pixels"][steps, slots]
         else:
@@ -123,6 +130,8 @@ class CameraVideo(Callback):
         self._last_iteration = iteration
         names = camera_names(pl_module.env, frames.shape[1])
         mosaics = [tile_views(f, names, self.scale, self.columns) for f in frames]
+        if self.overview and getattr(pl_module.env, "road_maps", None) is not None and "agent_box" in pl_module.rollout:
+            mosaics = self._with_overview(pl_module, mosaics)
         folder = os.path.join(log_dir, "videos")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, f"iter_{iteration:04d}.gif")
@@ -135,6 +144,18 @@ class CameraVideo(Callback):
         if experiment is not None and hasattr(experiment, "add_image"):
             experiment.add_image("camera/mosaic", mosaics[0], trainer.global_step, dataformats="HWC")
         return path
+
+    def _with_overview(self, pl_module: LightningModule, mosaics: list[np.ndarray]) -> list[np.ndarray]:
+        from pictura.eval.overview import overview_for_slot, side_by_side
+
+        slot, steps = self._picked
+        boxes = pl_module.rollout["agent_box"][steps].cpu().numpy()
+        lights = pl_module.rollout["light_state"][steps].cpu().numpy()
+        size = mosaics[0].shape[0]
+        return [
+            side_by_side([m, overview_for_slot(pl_module.env, b, li, slot, size=size, title=f"step {int(t)}")])
+            for m, b, li, t in zip(mosaics, boxes, lights, steps.tolist(), strict=True)
+        ]
 
     def _write_mp4(self, path: str, mosaics: list[np.ndarray]) -> None:
         try:

@@ -1,0 +1,289 @@
+"""Counterfactual grounding probes (paper Sec. 5.2, Fig. 8): does the policy react to road users
+it can see, and not to those it cannot?
+
+Removal probe: for recorded states, remove one nearby road user at a time (its snapshot row's
+kind set to -1), rebuild the ego's observation (re-render the cameras for a perspective policy,
+`env.vectorized.build` for a vectorized one) and report
+
+- ``dV``: value(removed) - value(original),
+- ``dP_brake``: P(brake | removed) - P(brake | original), P(brake) the total probability of the
+  decelerating actions (longitudinal jerk bins -15 and -4 m/s^3: ``a // 3 in {0, 1}``),
+
+against the user's *visible fraction* (the paper's occlusion fraction; 1 = fully in view,
+0 = fully hidden or out of view): `Renderer.occlusion_fraction`, i.e. visible target pixels over
+the target's unoccluded pixels summed over all the ego's cameras (area-weighted over cameras).
+Everything else of the observation (ego state, goals, conditioning, ``ego_aux``) is kept: only
+what the user's presence changes in the sensed scene changes.
+
+Pedestrian probe: a synthetic pedestrian is swept along a line behind a vehicle in front of the
+ego; ``dV`` / ``dP_brake`` (with vs without the pedestrian) and its visible fraction are traced
+along the line. It occupies a free slot of the ego's world (the probe env keeps one free).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from tensordict import TensorDict
+
+from pictura.maps.roadmap import AGENT_PEDESTRIAN
+from pictura.sim import NUM_ACTIONS
+from pictura.sim.snapshot import (
+    BOX_HEADING,
+    BOX_INVALID,
+    BOX_KIND,
+    BOX_LENGTH,
+    BOX_X,
+    BOX_Y,
+    BOX_Z,
+)
+
+BRAKE_ACTIONS = tuple(a for a in range(NUM_ACTIONS) if a // 3 in (0, 1))
+"""Actions whose longitudinal jerk is negative (JERK_LONG[a // 3] < 0)."""
+VISIBILITY_BINS = (0.0, 1e-6, 0.25, 0.5, 0.75, 1.0 + 1e-6)
+"""Bin edges of the visible fraction: [0] (hidden), (0, .25], (.25, .5], (.5, .75], (.75, 1]."""
+PEDESTRIAN_SIZE = (0.6, 0.6, 1.75)
+"""length, width, height (m) of the synthetic pedestrian."""
+
+
+@dataclass
+class ProbedPolicy:
+    """A policy whose action distribution and value the probes can read.
+
+    ``network(observation) -> (logits (B, 12), value (B,) or (B, 1))``; ``act`` is greedy, or
+    random for the ``random`` baseline.
+    """
+
+    name: str
+    network: Callable
+    sample: Callable | None = None
+
+    @staticmethod
+    def from_checkpoint(ckpt, env) -> ProbedPolicy:
+        ckpt.policy(env)  # checks the observation layout and weights fit, with clear errors
+        network = ckpt.policy_factory(env.observation_spec, NUM_ACTIONS)
+        network.load_state_dict(ckpt.policy_state)
+        network.to(env.device).eval()
+        return ProbedPolicy(ckpt.name, network)
+
+    @staticmethod
+    def baseline(spec: str, seed: int = 0) -> ProbedPolicy:
+        """``random`` (uniform logits, random actions) or ``constant:A`` (one-hot logits); both
+        have value 0 and ignore their input: the negative control of every probe."""
+        from pictura.eval.policies import random_policy
+
+        def const_logits(action: int) -> Callable:
+            def network(obs):
+                n = obs.batch_size[0]
+                logits = torch.full((n, NUM_ACTIONS), -1e4, device=obs.device)
+                if action >= 0:
+                    logits[:, action] = 0.0
+                else:
+                    logits.zero_()
+                return logits, torch.zeros(n, device=obs.device)
+
+            return network
+
+        if spec == "random":
+            return ProbedPolicy(spec, const_logits(-1), random_policy(seed))
+        if spec.startswith("constant:"):
+            try:
+                action = int(spec.split(":", 1)[1])
+            except ValueError:
+                raise ValueError(f"--policy {spec!r}: the constant action must be an integer 0..11") from None
+            if not 0 <= action < NUM_ACTIONS:
+                raise ValueError(f"--policy {spec!r}: the constant action must be in 0..{NUM_ACTIONS - 1}")
+            return ProbedPolicy(spec, const_logits(action))
+        raise ValueError(f"--policy {spec!r}: use 'random' or 'constant:<action>'")
+
+    @torch.no_grad()
+    def evaluate(self, observation) -> tuple[torch.Tensor, torch.Tensor]:
+        """(P(brake) (B,), value (B,)) of a batch of observations."""
+        logits, value = self.network(observation)
+        probs = torch.softmax(logits.float(), dim=-1)
+        return probs[:, list(BRAKE_ACTIONS)].sum(-1), value.float().reshape(-1)
+
+    @torch.no_grad()
+    def act(self, observation) -> torch.Tensor:
+        if self.sample is not None:
+            return self.sample(observation)
+        logits, _ = self.network(observation)
+        return logits.argmax(-1)
+
+
+@dataclass
+class RecordedState:
+    """One recorded env step: snapshot, speeds and the observation the policy saw."""
+
+    agent_box: torch.Tensor  # (S + P, 8) snapshot rows
+    light_state: torch.Tensor  # (L,) int32
+    speed: torch.Tensor  # (S,) m/s
+    observation: TensorDict  # batch (S,)
+    valid: torch.Tensor  # (S,) bool
+
+
+def record_states(env, policy: ProbedPolicy, count: int, warmup: int = 10, stride: int = 5) -> list[RecordedState]:
+    """Drive ``policy`` on ``env`` and keep ``count`` states, every ``stride`` steps after ``warmup``."""
+    import warp as wp
+
+    if count < 1 or stride < 1 or warmup < 0:
+        raise ValueError(f"count and stride must be >= 1 and warmup >= 0, got {count}, {stride}, {warmup}")
+    td = env.reset()
+    out: list[RecordedState] = []
+    step = 0
+    while len(out) < count:
+        if step >= warmup and (step - warmup) % stride == 0:
+            box, light = env.snapshot()
+            out.append(RecordedState(box, light, wp.to_torch(env.state.speed).clone(), td["observation"].clone(),
+                                     td["valid"].clone()))
+        td.set("action", policy.act(td["observation"]))
+        td = env.step(td)["next"]
+        step += 1
+    return out
+
+
+def counterfactual_observations(env, state: RecordedState, ego: int, boxes: torch.Tensor) -> TensorDict:
+    """The ego's observation for each of ``boxes`` (K, S + P, 8) variants of ``state``'s snapshot.
+
+    Perspective envs re-render the cameras; vectorized envs rebuild the entity sets. The rest of
+    the observation is ``state``'s. Returns a TensorDict of batch (K,)."""
+    k = boxes.shape[0]
+    obs = state.observation[ego].expand(k).clone()
+    if env.renders_pixels:
+        lights = state.light_state[None].expand(k, -1).contiguous()
+        obs["pixels"] = env.render_history(boxes, lights, torch.arange(k), torch.full((k,), ego))
+    else:
+        S = env.num_slots
+        parked = env.layout.parked_per_world > 0
+        for i in range(k):
+            sets = env.vectorized.build(
+                boxes[i, :S].contiguous(), state.light_state, state.speed,
+                parked_box=boxes[i, S:].contiguous() if parked else None,
+            )
+            for key, value in sets.items():
+                obs[key][i] = value[ego]
+    return obs
+
+
+def _world_of(layout, row: int) -> int:
+    if row < layout.num_slots:
+        return int(layout.slot_world[row])
+    return (row - layout.num_slots) // max(layout.parked_per_world, 1)
+
+
+def removal_probe(
+    env, policy: ProbedPolicy, states: list[RecordedState], radius: float = 40.0, max_egos: int = 4
+) -> list[dict]:
+    """Remove each road user within ``radius`` m of each ego (up to ``max_egos`` per state).
+
+    Returns one record per (state, ego, user): ``state``, ``ego``, ``target``, ``kind``,
+    ``distance`` (m), ``visible`` (visible fraction), ``dV``, ``dP_brake``."""
+    if radius <= 0:
+        raise ValueError(f"radius must be > 0 m, got {radius}")
+    layout = env.layout
+    records = []
+    for si, st in enumerate(states):
+        box = st.agent_box.cpu()
+        box_np, light_np = box.numpy(), st.light_state.cpu().numpy()
+        egos = torch.nonzero(st.valid).squeeze(-1).tolist()[:max_egos]
+        for ego in egos:
+            d = np.hypot(box_np[:, BOX_X] - box_np[ego, BOX_X], box_np[:, BOX_Y] - box_np[ego, BOX_Y])
+            targets = [
+                r for r in range(layout.box_count)
+                if r != ego and box_np[r, BOX_KIND] != BOX_INVALID and d[r] <= radius
+                and _world_of(layout, r) == _world_of(layout, ego)
+            ]
+            if not targets:
+                continue
+            variants = box[None].repeat(len(targets) + 1, 1, 1)
+            for i, r in enumerate(targets):
+                variants[i + 1, r, BOX_KIND] = BOX_INVALID
+            obs = counterfactual_observations(env, st, ego, variants.to(env.device))
+            p_brake, value = (t.cpu() for t in policy.evaluate(obs))
+            for i, r in enumerate(targets):
+                records.append({
+                    "state": si, "ego": ego, "target": r, "kind": int(box_np[r, BOX_KIND]),
+                    "distance": float(d[r]),
+                    "visible": float(env.renderer.occlusion_fraction(box_np, light_np, ego, r)),
+                    "dV": float(value[i + 1] - value[0]), "dP_brake": float(p_brake[i + 1] - p_brake[0]),
+                })
+    return records
+
+
+def aggregate_by_visibility(records: list[dict], bins=VISIBILITY_BINS) -> list[dict]:
+    """Per visible-fraction bin: ``count``, mean ``dV``, mean ``|dV|``, mean ``dP_brake``."""
+    out = []
+    for lo, hi in zip(bins[:-1], bins[1:], strict=True):
+        sel = [r for r in records if lo <= r["visible"] < hi]
+        dv = np.array([r["dV"] for r in sel], np.float64)
+        dp = np.array([r["dP_brake"] for r in sel], np.float64)
+        out.append({
+            "visible_lo": float(lo), "visible_hi": float(min(hi, 1.0)), "count": len(sel),
+            "dV_mean": float(dv.mean()) if len(sel) else None,
+            "abs_dV_mean": float(np.abs(dv).mean()) if len(sel) else None,
+            "dP_brake_mean": float(dp.mean()) if len(sel) else None,
+        })
+    return out
+
+
+def pedestrian_probe(
+    env, policy: ProbedPolicy, states: list[RecordedState], positions: int = 17, half_span: float = 8.0,
+    behind: float = 2.0, max_distance: float = 30.0,
+) -> dict | None:
+    """Sweep a pedestrian along a line ``behind`` m beyond a vehicle ahead of an ego.
+
+    Picks the first (state, ego, vehicle) with the vehicle within ``max_distance`` m and 45 deg
+    of the ego's heading, and a free slot in the ego's world. The line is perpendicular to the
+    ego->vehicle direction, ``positions`` points over ``[-half_span, half_span]`` m. Returns
+    ``state``, ``ego``, ``vehicle``, ``offset`` (m), ``visible``, ``dV``, ``dP_brake`` lists,
+    or None when no recorded state has such a configuration."""
+    if positions < 2 or half_span <= 0:
+        raise ValueError(f"positions must be >= 2 and half_span > 0, got {positions}, {half_span}")
+    layout = env.layout
+    for si, st in enumerate(states):
+        box = st.agent_box.cpu()
+        b = box.numpy()
+        for ego in torch.nonzero(st.valid).squeeze(-1).tolist():
+            w = int(layout.slot_world[ego])
+            start, count = int(layout.world_slot_start[w]), int(layout.world_slot_count[w])
+            free = [s for s in range(start, start + count) if b[s, BOX_KIND] == BOX_INVALID]
+            if not free:
+                continue
+            for v in range(layout.box_count):
+                if v == ego or b[v, BOX_KIND] != 0 or _world_of(layout, v) != w:
+                    continue
+                dx, dy = b[v, BOX_X] - b[ego, BOX_X], b[v, BOX_Y] - b[ego, BOX_Y]
+                dist = math.hypot(dx, dy)
+                ang = math.atan2(dy, dx) - b[ego, BOX_HEADING]
+                if not (3.0 < dist <= max_distance and math.cos(ang) > math.cos(math.pi / 4)):
+                    continue
+                return _sweep(env, policy, st, si, ego, v, free[0], positions, half_span, behind)
+    return None
+
+
+def _sweep(env, policy, st, si, ego, v, slot, positions, half_span, behind) -> dict:
+    box = st.agent_box.cpu()
+    b = box.numpy()
+    ux, uy = b[v, BOX_X] - b[ego, BOX_X], b[v, BOX_Y] - b[ego, BOX_Y]
+    norm = math.hypot(ux, uy)
+    ux, uy = ux / norm, uy / norm
+    reach = 0.5 * float(b[v, BOX_LENGTH]) + behind
+    offsets = np.linspace(-half_span, half_span, positions)
+    variants = box[None].repeat(positions + 1, 1, 1)  # variant 0: no pedestrian
+    L, W, H = PEDESTRIAN_SIZE
+    for i, s in enumerate(offsets):
+        x = b[v, BOX_X] + reach * ux - s * uy
+        y = b[v, BOX_Y] + reach * uy + s * ux
+        variants[i + 1, slot] = torch.tensor([x, y, b[v, BOX_Z], math.atan2(ux, -uy), L, W, H, AGENT_PEDESTRIAN])
+    obs = counterfactual_observations(env, st, ego, variants.to(env.device))
+    p_brake, value = (t.cpu() for t in policy.evaluate(obs))
+    light = st.light_state.cpu().numpy()
+    visible = [float(env.renderer.occlusion_fraction(variants[i + 1].numpy(), light, ego, slot)) for i in range(positions)]
+    return {
+        "state": si, "ego": ego, "vehicle": v, "offset": offsets.tolist(), "visible": visible,
+        "dV": (value[1:] - value[0]).tolist(), "dP_brake": (p_brake[1:] - p_brake[0]).tolist(),
+    }
