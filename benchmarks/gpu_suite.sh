@@ -26,9 +26,11 @@ if [[ $part == all || $part == render ]]; then
     run render python3 benchmarks/render_throughput.py --device cuda --iters 5
 fi
 if [[ $part == all || $part == train ]]; then
-    run train_alberti_fp32 python3 benchmarks/train_throughput.py --device cuda --iterations 2 --steps 30
+    # ${MAPS_OVERLAY:-}: e.g. configs/procedural.yaml when the CARLA data is not on the host
+    run train_alberti_fp32 python3 benchmarks/train_throughput.py --device cuda --iterations 2 --steps 30 \
+        --config configs/alberti.yaml ${MAPS_OVERLAY:-}
     run train_alberti_bf16 python3 benchmarks/train_throughput.py --device cuda --iterations 2 --steps 30 \
-        --precision bf16-mixed
+        --precision bf16-mixed --config configs/alberti.yaml ${MAPS_OVERLAY:-}
     run train_vectorized python3 benchmarks/train_throughput.py --device cuda --iterations 2 --steps 30 \
-        --config configs/vectorized.yaml
+        --config configs/vectorized.yaml ${MAPS_OVERLAY:-}
 fi

@@ -119,7 +119,10 @@ def time_env_and_render(model, args: argparse.Namespace, device: torch.device) -
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--config", default=str(ROOT / "configs" / "alberti.yaml"))
+    parser.add_argument(
+        "--config", nargs="+", default=[str(ROOT / "configs" / "alberti.yaml")],
+        help="config files, merged in order (e.g. configs/alberti.yaml configs/procedural.yaml)",
+    )
     parser.add_argument("--iterations", type=int, default=2, help="PPO iterations (the last is reported)")
     parser.add_argument("--steps", type=int, default=50, help="timed env/render steps")
     parser.add_argument("--precision", default=None, help="trainer precision override, e.g. bf16-mixed")
@@ -134,7 +137,8 @@ def main(argv: list[str] | None = None) -> None:
     device = torch.device(args.device)
 
     with tempfile.TemporaryDirectory() as root:
-        argv_cli = ["fit", "-c", args.config, *overrides(args, root)]
+        configs = [arg for path in args.config for arg in ("-c", path)]
+        argv_cli = ["fit", *configs, *overrides(args, root)]
         t0 = time.perf_counter()
         cli = run_lightning_cli(argv_cli)
         fit_seconds = time.perf_counter() - t0
@@ -143,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
         common = dict(
             device=args.device,
             gpu=gpu_name(device),
-            config=Path(args.config).name,
+            config="+".join(Path(c).name for c in args.config),
             resolution=f"{env.rig.width}x{env.rig.height}" if env.renders_pixels else None,
             agents=env.num_slots,
             precision=str(cli.trainer.precision),
