@@ -268,6 +268,11 @@ class PPO(LightningModule):
             object.__setattr__(self, "_compiled_policy", torch.compile(self.policy))
         # PPO consumes each step's pixels before the next step: no per-step copy of the views.
         self.env.share_pixel_buffer = True
+        if device.type == "cuda":
+            # cuDNN's fused attention failed its backward under bf16 autocast on an H200 at
+            # 16,384-sample chunks (mha_graph.execute ... is_good()); the flash / efficient
+            # SDPA kernels handle those shapes.
+            torch.backends.cuda.enable_cudnn_sdp(False)
         if hasattr(self.policy, "summary"):
             rank_zero_info(self.policy.summary())
         self.minibatch_local = self.hparams.minibatch_size // world_size
