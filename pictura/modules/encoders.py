@@ -155,10 +155,23 @@ class CameraEncoder(nn.Module):
         tokens = feat.flatten(2).transpose(1, 2)  # (B*C, h*w, d)
         kv = self.norm_kv(tokens + sinusoid_position_2d(h, w, self.token_width, feat.device).to(feat.dtype))
         q = self.queries.unsqueeze(0).expand(B, -1, -1, -1).reshape(B * C, -1, self.token_width)
-        q = q + self.attention(self.norm_q(q), kv, kv, need_weights=False)[0]
+        q = q + self._attend(self.norm_q(q), kv)
         q = q + self.mlp(self.norm_mlp(q))  # (B*C, Q, d)
         per_camera = self.camera_proj(q.reshape(B, C, -1))  # (B, C, camera_width)
         return self.scene_proj(per_camera.reshape(B, -1))
+
+    def _attend(self, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
+        """Cross-attention of queries over one view's tokens, in chunks of views."""
+        out = [
+            self.attention(qc, kc, kc, need_weights=False)[0]
+            for qc, kc in zip(q.split(ATTENTION_CHUNK), kv.split(ATTENTION_CHUNK), strict=True)
+        ]
+        return out[0] if len(out) == 1 else torch.cat(out)
+
+
+ATTENTION_CHUNK = 8192
+"""Most views per attention call: fused attention kernels launch one grid row per
+(view, head), and CUDA caps a grid dimension at 65,535 (large PPO chunks failed there)."""
 
 
 class GroupMLP(nn.Module):

@@ -270,8 +270,7 @@ class PPO(LightningModule):
         self.env.share_pixel_buffer = True
         if device.type == "cuda":
             # cuDNN's fused attention failed its backward under bf16 autocast on an H200 at
-            # 16,384-sample chunks (mha_graph.execute ... is_good()); the flash / efficient
-            # SDPA kernels handle those shapes.
+            # 16,384-sample chunks (mha_graph.execute ... is_good()).
             torch.backends.cuda.enable_cudnn_sdp(False)
         if hasattr(self.policy, "summary"):
             rank_zero_info(self.policy.summary())
