@@ -97,33 +97,56 @@ class DrivingEnv(EnvBase):
             )
         num_slots = num_worlds * slots_per_world
         super().__init__(device=torch.device(device), batch_size=torch.Size([num_slots]))
+        road_maps = [load_road_map(source) for source in maps]
+        sim_config = dataclasses.replace(SimConfig() if sim is None else sim, agents_per_world=(int(lo), int(hi)))
+        sim_config.validate()
+        layout = WorldLayout.uniform(
+            np.arange(num_worlds) % len(road_maps),
+            slots_per_world,
+            [len(m.light_position) for m in road_maps],
+            parked_per_world=sim_config.parked_per_world,
+        )
+        self._assemble(
+            list(maps), road_maps, sim_config, layout, rig, seed, observation, validate_actions, share_pixel_buffer
+        )
+
+    def _assemble(
+        self,
+        map_sources: list[str],
+        road_maps: list,
+        sim_config: SimConfig,
+        layout: WorldLayout,
+        rig: CameraRig | None,
+        seed: int,
+        observation: VectorizedObservationConfig | None,
+        validate_actions: bool,
+        share_pixel_buffer: bool,
+        replay=None,
+    ) -> None:
+        """Build the model, states, renderer, observation builder and buffers of the env (after
+        `EnvBase.__init__`); subclasses that prepare their own maps and layout call it too."""
         wp.init()
         self._wp_device = warp_device(self.device)
-        self.map_sources = list(maps)
-        self.road_maps = [load_road_map(source) for source in self.map_sources]
-        self.sim_config = dataclasses.replace(SimConfig() if sim is None else sim, agents_per_world=(int(lo), int(hi)))
-        self.sim_config.validate()
-        self.layout = WorldLayout.uniform(
-            np.arange(num_worlds) % len(self.road_maps),
-            slots_per_world,
-            [len(m.light_position) for m in self.road_maps],
-            parked_per_world=self.sim_config.parked_per_world,
-        )
+        self.map_sources = map_sources
+        self.road_maps = road_maps
+        self.sim_config = sim_config
+        self.layout = layout
         self.rig = CameraRig() if rig is None else rig
         self.validate_actions = validate_actions
         self.share_pixel_buffer = share_pixel_buffer
         self._seed = int(seed)
 
         with self._warp_scope():
-            self.model = build_model(self.road_maps, self.layout, self.sim_config, device=self._wp_device)
+            self.model = build_model(road_maps, layout, sim_config, device=self._wp_device, replay=replay)
             self._states = [self.model.state(), self.model.state()]
             self._control = self.model.control()
-            self.renderer = Renderer(self.road_maps, self.layout, self.rig, device=self._wp_device)
+            self.renderer = Renderer(road_maps, layout, self.rig, device=self._wp_device)
             self.vectorized = (
-                None if observation is None else observation.build(self.road_maps, self.layout, self._wp_device)
+                None if observation is None else observation.build(road_maps, layout, self._wp_device)
             )
+        num_slots = layout.num_slots
         self._action = wp.to_torch(self._control.action)
-        self._world_id = torch.as_tensor(self.layout.slot_world, dtype=torch.int64, device=self.device)
+        self._world_id = torch.as_tensor(layout.slot_world, dtype=torch.int64, device=self.device)
         # One request per slot, all from "step 0" of a one-step history: acting renders the
         # same function as minibatch re-rendering does.
         self._act_requests = torch.stack(

@@ -15,15 +15,14 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-import warp as wp
 from torchrl.envs import EnvBase
 
-from pictura.envs.driving import DrivingEnv, warp_device
+from pictura.envs.driving import DrivingEnv
 from pictura.envs.observations import VectorizedObservationConfig
 from pictura.eval.protocols import WOMD_STEPS, womd_selection
 from pictura.maps import Scenario, load
-from pictura.render import CameraRig, Renderer
-from pictura.sim import SimConfig, build_model
+from pictura.render import CameraRig
+from pictura.sim import SimConfig
 from pictura.sim.replay import ReplayLog
 from pictura.sim.snapshot import WorldLayout
 
@@ -107,42 +106,22 @@ class ReplayDrivingEnv(DrivingEnv):
             kept, [s.present for s in selections], [s.controlled for s in selections], slots_per_world
         )
 
-        # DrivingEnv.__init__ builds maps from sources and spawns agents; this is the same set-up
-        # with the scenes' maps, one world each, and the replay log in the model.
+        # DrivingEnv.__init__ builds maps from sources and spawns agents; here the scenes' maps,
+        # one world each, and the replay log in the model.
         num_worlds = len(kept)
-        num_slots = num_worlds * slots_per_world
-        EnvBase.__init__(self, device=torch.device(device), batch_size=torch.Size([num_slots]))
-        wp.init()
-        self._wp_device = warp_device(self.device)
-        self.map_sources = [s.scenario_id for s in kept]
-        self.road_maps = [s.road_map for s in kept]
-        config = replay_sim_config(sim, episode_length)
-        self.sim_config = dataclasses.replace(config, agents_per_world=(1, int(slots_per_world)))
-        self.sim_config.validate()
-        self.layout = WorldLayout.uniform(
-            np.arange(num_worlds), slots_per_world, [len(m.light_position) for m in self.road_maps], 0
+        EnvBase.__init__(self, device=torch.device(device), batch_size=torch.Size([num_worlds * slots_per_world]))
+        road_maps = [s.road_map for s in kept]
+        sim_config = dataclasses.replace(
+            replay_sim_config(sim, episode_length), agents_per_world=(1, int(slots_per_world))
         )
-        self.rig = CameraRig() if rig is None else rig
-        self.validate_actions = validate_actions
-        self.share_pixel_buffer = share_pixel_buffer
-        self._seed = int(seed)
-        with self._warp_scope():
-            self.model = build_model(
-                self.road_maps, self.layout, self.sim_config, device=self._wp_device, replay=self.replay_log
-            )
-            self._states = [self.model.state(), self.model.state()]
-            self._control = self.model.control()
-            self.renderer = Renderer(self.road_maps, self.layout, self.rig, device=self._wp_device)
-            self.vectorized = (
-                None if observation is None else observation.build(self.road_maps, self.layout, self._wp_device)
-            )
-        self._action = wp.to_torch(self._control.action)
-        self._world_id = torch.as_tensor(self.layout.slot_world, dtype=torch.int64, device=self.device)
-        self._act_requests = torch.stack(
-            [torch.zeros(num_slots, dtype=torch.int32), torch.arange(num_slots, dtype=torch.int32)], dim=1
-        ).to(self.device)
-        self._pixels = self._new_pixels(num_slots)
-        self._make_specs()
+        sim_config.validate()
+        layout = WorldLayout.uniform(
+            np.arange(num_worlds), slots_per_world, [len(m.light_position) for m in road_maps], 0
+        )
+        self._assemble(
+            [s.scenario_id for s in kept], road_maps, sim_config, layout, rig, seed, observation,
+            validate_actions, share_pixel_buffer, replay=self.replay_log,
+        )  # fmt: skip
 
     @property
     def slot_mode(self) -> torch.Tensor:
