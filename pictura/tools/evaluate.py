@@ -29,6 +29,7 @@ from pictura.eval.protocols import (
     womd_sources,
 )
 from pictura.eval.report import format_table, plot_metrics, write_json
+from pictura.tools import parse_resolution
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -104,16 +105,6 @@ class _Progress:
             print(file=sys.stderr)
 
 
-def _parse_resolution(text: str | None) -> tuple[int, int]:
-    if text is None:
-        return 96, 54
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--resolution must look like 96x54, got {text!r}") from None
-    return w, h
-
-
 def _parse_policies(args) -> list[tuple[str, object]]:
     """[(name, spec)] with spec a `Checkpoint` or a baseline string."""
     from pictura.eval.policies import load_checkpoint
@@ -181,7 +172,7 @@ def evaluate_in_domain(args, policies) -> tuple[dict, dict]:
     for d, raw in zip(densities, args.densities or densities, strict=True):
         if d != raw or d < 1:
             raise ValueError(f"--densities for in-domain are agents per world (integers >= 1), got {raw}")
-    resolution = _parse_resolution(args.resolution)
+    resolution = parse_resolution(args.resolution)
     results: dict[str, dict[str, dict[str, float]]] = {}
     for name, spec in policies:
         if isinstance(spec, str):
@@ -231,7 +222,7 @@ def evaluate_womd(args, policies) -> tuple[dict, dict]:
         data = args.data
     sources = womd_sources(data)
     densities = [float(d) for d in (args.densities or WOMD_DENSITIES)]
-    resolution = _parse_resolution(args.resolution)
+    resolution = parse_resolution(args.resolution)
     results: dict[str, dict[str, dict[str, float]]] = {}
     scenes: dict[str, int] = {}
     for name, spec in policies:

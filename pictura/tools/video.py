@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pictura.tools import parse_resolution
+
 FPS = 10
 """The simulator runs at 10 steps/s; videos play in real time."""
 
@@ -33,16 +35,6 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
         "--resolution", metavar="WxH", help="camera resolution for --policy baselines (default 96x54); checkpoints keep their own"
     )
     p.add_argument("--agents", type=int, default=12, help="agents in the world (default 12)")
-
-
-def parse_resolution(text: str | None) -> tuple[int, int]:
-    if text is None:
-        return 96, 54
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--resolution must look like 96x54, got {text!r}") from None
-    return w, h
 
 
 def build_env_and_policy(args, extra_slots: int = 0):
