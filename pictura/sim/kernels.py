@@ -147,6 +147,23 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
         follow_log(model, state_in, slot, state_out)
 
 
+@wp.func
+def swept_box_crosses(model: ModelData, m: int, state: StateData, slot: int, walls_only: int):
+    """Whether ``slot``'s box swept from its previous to its current pose crosses a road edge or
+    wall of map ``m`` (``walls_only``: walls alone, the pedestrians' rule)."""
+    return crosses_road_edge(
+        model,
+        m,
+        state.prev_pos[slot],
+        state.prev_heading[slot],
+        state.pos[slot],
+        state.heading[slot],
+        state.length[slot],
+        state.width[slot],
+        walls_only,
+    )
+
+
 @wp.kernel
 def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     """Lane association, off-road then collision then red light (one infraction at most),
@@ -177,32 +194,12 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
 
     offroad = int(0)
     if not pedestrian:
-        offroad = crosses_road_edge(
-            model,
-            m,
-            state_out.prev_pos[slot],
-            state_out.prev_heading[slot],
-            pos,
-            heading,
-            state_out.length[slot],
-            state_out.width[slot],
-            0,
-        )
+        offroad = swept_box_crosses(model, m, state_out, slot, 0)
     collision = int(0)
     if offroad == 0:
         collision = collides(model, state_out, state_in.agent_box, slot, w)
         if collision == 0 and pedestrian:
-            collision = crosses_road_edge(
-                model,
-                m,
-                state_out.prev_pos[slot],
-                state_out.prev_heading[slot],
-                pos,
-                heading,
-                state_out.length[slot],
-                state_out.width[slot],
-                1,
-            )
+            collision = swept_box_crosses(model, m, state_out, slot, 1)  # walls only
     red_light = int(0)
     if offroad == 0 and collision == 0 and not pedestrian:
         red_light = runs_red_light(model, state_in, state_out, slot, w)
