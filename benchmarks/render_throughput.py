@@ -28,6 +28,7 @@ import warp as wp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.kernel_profile import profile_kernels  # noqa: E402
 from pictura.maps.roadmap import RoadMap, pack_polylines  # noqa: E402
 from pictura.render import CameraRig, Renderer  # noqa: E402
 from pictura.render.demo import spawn_snapshot  # noqa: E402
@@ -134,7 +135,9 @@ def spawn_scene(road_map: RoadMap, args, device: str) -> tuple[WorldLayout, np.n
         except Exception as err:  # the demo placement is the documented fallback
             print(f"# simulator spawn failed ({err!r}); using the demo placement", file=sys.stderr)
     layout = WorldLayout.uniform([0] * args.worlds, args.agents, n_lights)
-    boxes = np.concatenate([spawn_snapshot(road_map, args.agents, args.agents, seed=w) for w in range(args.worlds)])
+    boxes = np.concatenate(
+        [spawn_snapshot(road_map, args.agents, args.agents, seed=w) for w in range(args.worlds)]
+    )
     lights = np.random.default_rng(0).integers(0, 3, layout.light_count).astype(np.int32)
     return layout, boxes, lights, "demo"
 
@@ -142,7 +145,9 @@ def spawn_scene(road_map: RoadMap, args, device: str) -> tuple[WorldLayout, np.n
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda", help="Warp device: cuda | cpu (default cuda)")
-    p.add_argument("--map", default="auto", help="map source; auto = carla:Town10HD if present, else procedural")
+    p.add_argument(
+        "--map", default="auto", help="map source; auto = carla:Town10HD if present, else procedural"
+    )
     p.add_argument("--worlds", type=int, default=170, help="worlds (default 170, ~20 K egos)")
     p.add_argument("--slots-per-world", type=int, default=128, help="agent slots per world (default 128)")
     p.add_argument("--agents", type=int, default=120, help="agents per world (default 120)")
@@ -154,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
     p.add_argument("--supersample", type=int, default=1, help="rays per pixel per axis")
     p.add_argument("--raster-order", choices=("tile", "row"), default="tile", help="raster thread order")
+    p.add_argument("--profile", action="store_true", help="also time each kernel of one render call")
     p.add_argument("--resolutions", default=",".join(f"{w}x{h}" for w, h in RESOLUTIONS))
     args = p.parse_args(argv)
 
@@ -199,6 +205,12 @@ def main(argv: list[str] | None = None) -> None:
             renderer.render(agent_box, light_state, req, out)
         wp.synchronize_device(device)
         dt = (time.perf_counter() - t0) / args.iters
+        if args.profile:
+            profile_kernels(
+                "render",
+                lambda out=out: renderer.render(agent_box, light_state, req, out),
+                resolution=f"{w}x{h}",
+            )
         counts = renderer._list_count.numpy()[: min(len(requests), args.chunk) * rig.num_cameras]
         print(
             json.dumps(

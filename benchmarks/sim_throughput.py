@@ -26,6 +26,7 @@ import warp as wp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.kernel_profile import profile_kernels  # noqa: E402
 from pictura.maps import load_road_map  # noqa: E402
 from pictura.maps.sources import CARLA_TOWNS, data_root  # noqa: E402
 from pictura.sim import SimConfig, build_model, reset, step  # noqa: E402
@@ -41,7 +42,9 @@ def random_actions_kernel(seed: int, counter: wp.array(dtype=wp.int32), action_o
 
 
 @wp.kernel
-def count_active_kernel(active: wp.array(dtype=wp.int32), counter: wp.array(dtype=wp.int32), total_out: wp.array(dtype=wp.int64)):
+def count_active_kernel(
+    active: wp.array(dtype=wp.int32), counter: wp.array(dtype=wp.int32), total_out: wp.array(dtype=wp.int64)
+):
     """Adds the active slots (agent-steps about to be simulated) to ``total_out[0]``."""
     tid = wp.tid()
     if active[tid] != 0:
@@ -75,9 +78,12 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-graph", action="store_true", help="launch kernels directly (no CUDA graph)")
+    ap.add_argument("--profile", type=int, default=0, help="also time each kernel over this many steps")
     args = ap.parse_args()
     if args.slots % args.slots_per_world:
-        raise SystemExit(f"--slots {args.slots} must be a multiple of --slots-per-world {args.slots_per_world}")
+        raise SystemExit(
+            f"--slots {args.slots} must be a multiple of --slots-per-world {args.slots_per_world}"
+        )
 
     wp.config.quiet = True
     wp.init()
@@ -128,6 +134,16 @@ def main() -> None:
         wp.synchronize_device(device)
         dt = time.perf_counter() - t0
         agent_steps = int(total.numpy()[0])
+        if args.profile:
+            resets = []
+
+            def profiled_pair():
+                pair()
+                resets.append(int(s0.world_reset.numpy().sum()))
+
+            profile_kernels("sim", profiled_pair, repeats=max(args.profile // 2, 1))
+            profile_kernels("sim_full_reset", lambda: reset(model, s0, args.seed + 1))
+            print(json.dumps({"name": "sim_resets", "worlds_reset_per_step_pair_sample": resets}), flush=True)
     steps = 2 * pairs
     print(
         json.dumps(
