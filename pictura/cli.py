@@ -1,7 +1,7 @@
 """Command line: ``python -m pictura <command>``.
 
 ``fit | validate | test | predict`` go to LightningCLI (`pictura.modules.cli`); the tools
-(``map-info``, ``render``, ``evaluate``, ``video``, ``probe``) each live in `pictura.tools`
+(``map-info``, ``render``, ``evaluate``, ``video``, ``probe``, ``curves``) each live in `pictura.tools`
 and take ``--help``.
 """
 
@@ -17,6 +17,7 @@ TOOLS = {
     "evaluate": ("pictura.tools.evaluate", "evaluate policies with the paper's protocols (App. C)"),
     "video": ("pictura.tools.video", "GIF/MP4 of one agent's camera views beside a top-down overview"),
     "probe": ("pictura.tools.probe", "counterfactual grounding probes: removal | pedestrian | takeover"),
+    "curves": ("pictura.tools.curves", "learning curves (PNG + table) from runs' density-sweep records"),
 }
 
 

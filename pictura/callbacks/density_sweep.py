@@ -2,9 +2,11 @@
 
 For each density it runs ``scenarios`` fresh scenarios of ``steps`` steps with argmax actions of
 the current policy under the evaluation rules (`pictura.eval.protocols.eval_sim_config`),
-logs ``eval/<density>/<metric>`` (the five metrics, plus ``collision`` and ``episodes``) and a
+logs ``eval/<density>/<metric>`` (the five metrics, plus ``collision`` and ``episodes``), a
 plot of the metrics vs density: ``<log_dir>/eval/density_sweep_iter_XXXX.png`` and, with a
-TensorBoard logger, the image ``eval/density_sweep``.
+TensorBoard logger, the image ``eval/density_sweep``; every sweep also appends one JSON line
+(iteration, agent-steps trained, summaries) to ``<log_dir>/eval/density_sweep.jsonl``, the input
+of ``python -m pictura curves`` (learning curves).
 
 Evaluation envs come from the module's own env factory (same maps, rig and observation as
 training unless ``maps`` is given), one per density, built on first use and kept. Under DDP
@@ -16,6 +18,7 @@ collective needs.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -26,7 +29,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from pictura.eval.metrics import all_reduce_counters, summarize
 from pictura.eval.policies import argmax_policy
 from pictura.eval.protocols import IN_DOMAIN_DENSITIES, build_in_domain_env, run_density
-from pictura.eval.report import plot_metrics
+from pictura.eval.report import jsonable, plot_metrics
 
 LOGGED = ("at_fault_collision", "offroad", "red_light", "goals", "km_per_infraction", "collision", "episodes")
 
@@ -43,6 +46,7 @@ class DensitySweep(Callback):
         maps: map sources (default: the training env's ``map_sources``).
         seed: base seed of the evaluation scenarios (the same scenarios at every sweep).
         plot: write the PNG and log it as a TensorBoard image.
+        at_start: also evaluate before the first iteration (iteration 0 of a learning curve).
     """
 
     def __init__(
@@ -55,6 +59,7 @@ class DensitySweep(Callback):
         maps: Sequence[str] | None = None,
         seed: int = 12_345,
         plot: bool = True,
+        at_start: bool = False,
     ):
         if every_n_iterations < 0:
             raise ValueError(f"every_n_iterations must be >= 0, got {every_n_iterations}")
@@ -69,6 +74,7 @@ class DensitySweep(Callback):
         self.every_n_iterations, self.densities = every_n_iterations, densities
         self.scenarios, self.steps, self.worlds_per_batch = scenarios, steps, worlds_per_batch
         self.maps, self.seed, self.plot = (list(maps) if maps else None), seed, plot
+        self.at_start = at_start
         self.envs: dict[int, object] = {}
         self.results: dict[int, dict[str, dict[str, float]]] = {}  # iteration -> density -> summary
         self.written: list[str] = []
@@ -131,7 +137,24 @@ class DensitySweep(Callback):
                 logger.log_metrics(metrics, step=trainer.global_step)
             if self.plot:
                 self._plot(trainer, summaries, log_dir, iteration)
+            self._append_record(pl_module, summaries, log_dir, iteration)
         return summaries
+
+    def _append_record(self, pl_module: LightningModule, summaries, log_dir: str, iteration: int) -> None:
+        """One line of ``eval/density_sweep.jsonl``: what a learning curve is drawn from."""
+        trained = getattr(pl_module, "trained_agent_steps", None)
+        record = {
+            "iteration": iteration,
+            "agent_steps": None if trained is None else int(trained),
+            "densities": self.densities,
+            "scenarios": self.scenarios,
+            "steps": self.steps,
+            "results": summaries,
+        }
+        folder = os.path.join(log_dir, "eval")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "density_sweep.jsonl"), "a") as f:
+            f.write(json.dumps(jsonable(record), allow_nan=False) + "\n")
 
     def _plot(self, trainer: Trainer, summaries, log_dir: str, iteration: int) -> None:
         import matplotlib.pyplot as plt
@@ -148,6 +171,10 @@ class DensitySweep(Callback):
             # the PNG just written, so the figure is drawn once
             image = np.asarray(Image.open(path).convert("RGB"))
             experiment.add_image("eval/density_sweep", image, trainer.global_step, dataformats="HWC")
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        if self.at_start:
+            self.evaluate(trainer, pl_module)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         iteration = int(getattr(pl_module, "iteration", batch_idx + 1))

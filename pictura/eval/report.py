@@ -56,13 +56,14 @@ def format_table(results: Results, title: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _jsonable(value):
+def jsonable(value):
+    """``value`` with non-finite floats made strict-JSON safe (inf -> "inf", nan -> None)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else "inf"
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return value
 
 
@@ -71,7 +72,7 @@ def write_json(path: str | Path, results: Results, meta: dict) -> None:
     string "inf" and ``nan`` as null (strict JSON)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable({"meta": meta, "results": results}), indent=2, allow_nan=False) + "\n")
+    path.write_text(json.dumps(jsonable({"meta": meta, "results": results}), indent=2, allow_nan=False) + "\n")
 
 
 def plot_metrics(results: Results, path: str | Path | None = None):

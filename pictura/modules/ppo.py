@@ -234,6 +234,8 @@ class PPO(LightningModule):
         self.env_factory, self.policy_factory = env, policy
         self.filter = AdvantageFilter(filter_threshold, filter_ema)
         self.register_buffer("iteration", torch.tensor(0, dtype=torch.int64))
+        # valid agent-steps collected so far, summed over ranks (learning curves' x axis)
+        self.register_buffer("trained_agent_steps", torch.tensor(0, dtype=torch.int64))
         self.env: EnvBase | None = None
         self.policy: nn.Module | None = None
         self.rollout: dict[str, torch.Tensor] | None = None  # the last rollout, read by callbacks
@@ -514,9 +516,14 @@ class PPO(LightningModule):
         metrics["train/valid_fraction"] = valid.float().mean()
         metrics["train/learning_rate"] = torch.tensor(learning_rate)
         metrics["train/iteration"] = self.iteration.float()
+        metrics["train/agent_steps"] = self.trained_agent_steps.float()
         # Throughput counts agent-steps of valid (active) agents only, summed over ranks.
         seconds = clock.seconds()
-        agent_steps = float(steps) * self.trainer.world_size
+        collected = valid.sum()
+        if self.trainer.world_size > 1:
+            collected = self.trainer.strategy.reduce(collected, reduce_op="sum")
+        self.trained_agent_steps += collected.to(self.trained_agent_steps)
+        agent_steps = float(collected)
         metrics["perf/agent_steps_per_s"] = torch.tensor(agent_steps / max(wall_s, 1e-9))
         for phase, s in seconds.items():
             metrics[f"perf/seconds/{phase}"] = torch.tensor(s)

@@ -20,6 +20,7 @@ from pictura.eval.policies import constant_policy
 from pictura.eval.protocols import build_in_domain_env, run_density
 from pictura.modules import PPO, AlbertiPolicy
 from pictura.render import CameraRig
+from pictura.tools.curves import read_sweeps
 
 MAPS = ["procedural:seed=0"]
 POLICY = functools.partial(
@@ -44,7 +45,7 @@ def test_bad_arguments_name_the_field():
 
 
 def test_sweep_logs_every_density_metric_and_a_plot_during_fit(tmp_path):
-    sweep = DensitySweep(every_n_iterations=1, densities=(4, 6), scenarios=2, steps=6, seed=7)
+    sweep = DensitySweep(every_n_iterations=1, densities=(4, 6), scenarios=2, steps=6, seed=7, at_start=True)
     model = PPO(_env_factory(), POLICY, rollout_steps=2, minibatch_size=24, update_epochs=1, advantage_filter=False,
                 max_iterations=1)
     logger = TensorBoardLogger(tmp_path, name="run", version="v0")
@@ -53,7 +54,8 @@ def test_sweep_logs_every_density_metric_and_a_plot_during_fit(tmp_path):
                       log_every_n_steps=1, default_root_dir=tmp_path)
     trainer.fit(model)
 
-    assert sorted(sweep.results) == [1]  # after iteration 1 (end of fit: already done, not repeated)
+    # before training (at_start) and after iteration 1 (end of fit: already done, not repeated)
+    assert sorted(sweep.results) == [0, 1]
     assert model.policy.training  # put back in train mode after evaluating
     assert set(sweep.envs) == {4, 6} and sweep.envs[4].sim_config.eval
     # the same scenarios with the final policy, re-played outside the callback
@@ -77,7 +79,13 @@ def test_sweep_logs_every_density_metric_and_a_plot_during_fit(tmp_path):
                 assert tag in tags, tag
                 assert acc.Scalars(tag)[-1].value == pytest.approx(value, rel=1e-6)
     assert "eval/density_sweep" in acc.Tags()["images"]
-    assert len(glob.glob(str(tmp_path / "run" / "v0" / "eval" / "density_sweep_iter_*.png"))) == 1
+    assert len(glob.glob(str(tmp_path / "run" / "v0" / "eval" / "density_sweep_iter_*.png"))) == 2
+    # the learning-curve records: iteration 0 before any agent-step, then the trained count
+    records = read_sweeps(tmp_path / "run" / "v0")
+    assert [r["iteration"] for r in records] == [0, 1]
+    assert records[0]["agent_steps"] == 0
+    assert records[1]["agent_steps"] == int(model.trained_agent_steps) > 0
+    assert records[1]["results"]["6"]["goals"] == pytest.approx(final["6"]["goals"])
 
 
 def test_ranks_split_scenarios_and_only_rank_zero_logs(tmp_path):

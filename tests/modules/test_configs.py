@@ -74,3 +74,16 @@ def test_full_config_print_config_round_trips(config, tmp_path, capsys):
     with pytest.raises(SystemExit):
         run_lightning_cli(["fit", "-c", str(again), "--print_config"])
     assert capsys.readouterr().out == printed
+
+
+@pytest.mark.parametrize("overlay", ("learning_curve.yaml", "procedural.yaml"))
+def test_overlays_parse_on_the_agent_configs(overlay, capsys):
+    """The GPU overlays compose with the full config (nothing is instantiated)."""
+    with pytest.raises(SystemExit) as exit_info:
+        run_lightning_cli(["fit", "-c", str(CONFIGS / "alberti.yaml"), "-c", str(CONFIGS / overlay), "--print_config"])
+    assert exit_info.value.code in (0, None)
+    printed = capsys.readouterr().out
+    if overlay == "learning_curve.yaml":
+        assert "at_start: true" in printed and "max_time: 00:00:07:00" in printed
+    else:
+        assert "procedural:seed=7" in printed and "carla:" not in printed

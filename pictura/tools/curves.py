@@ -1,0 +1,128 @@
+"""``python -m pictura curves``: learning curves from the in-training density sweeps.
+
+    python -m pictura curves alberti=runs/alberti/version_0 vectorized=runs/vectorized/version_0 \\
+        --out docs/img/learning_curves.png
+
+Each run folder holds ``eval/density_sweep.jsonl`` (one line per `pictura.callbacks.DensitySweep`
+evaluation: iteration, agent-steps trained, a summary per density). The plot has one panel per
+metric (goals reached, at-fault collisions, off-road, red-light runs; per 100 km / per episode as
+in Table 1), the mean over densities against agent-steps trained, one line per run. A Markdown
+table of the first and last evaluation of every run is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+CURVE_METRICS = ("goals", "at_fault_collision", "offroad", "red_light")
+"""Panels, in order: what a rising curve means is more goals and fewer infractions."""
+
+
+def read_sweeps(path: str | Path) -> list[dict]:
+    """The records of a run folder (or of a ``density_sweep.jsonl`` file), by iteration."""
+    path = Path(path)
+    file = path if path.is_file() else path / "eval" / "density_sweep.jsonl"
+    if not file.exists():
+        raise FileNotFoundError(f"{file}: no density-sweep records (train with pictura.callbacks.DensitySweep)")
+    records = []
+    for n, line in enumerate(file.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            record["iteration"], record["results"]  # noqa: B018 -- the fields every record needs
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise ValueError(f"{file}:{n}: not a density-sweep record ({err})") from None
+        records.append(record)
+    if not records:
+        raise ValueError(f"{file}: empty")
+    return sorted(records, key=lambda r: r["iteration"])
+
+
+def density_mean(record: dict, metric: str) -> float:
+    """Mean of ``metric`` over the record's densities (non-finite values skipped)."""
+    values = []
+    for summary in record["results"].values():
+        v = summary.get(metric)
+        if isinstance(v, int | float) and math.isfinite(v):
+            values.append(float(v))
+    return sum(values) / len(values) if values else math.nan
+
+
+def plot_curves(runs: dict[str, list[dict]], path: str | Path):
+    """One panel per `CURVE_METRICS` entry, x = agent-steps trained (millions; iterations when
+    a record has no count), one line per run. Saves ``path``; returns the figure."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    from pictura.eval.metrics import METRIC_LABELS
+    from pictura.eval.report import PERCENT_METRICS
+
+    fig, axes = plt.subplots(1, len(CURVE_METRICS), figsize=(3.4 * len(CURVE_METRICS), 2.9))
+    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.2, top=0.86, wspace=0.32)
+    by_steps = all(r.get("agent_steps") is not None for recs in runs.values() for r in recs)
+    for ax, metric in zip(axes, CURVE_METRICS, strict=True):
+        scale = 100.0 if metric in PERCENT_METRICS else 1.0
+        for name, records in runs.items():
+            x = [r["agent_steps"] / 1e6 if by_steps else r["iteration"] for r in records]
+            ax.plot(x, [scale * density_mean(r, metric) for r in records], marker="o", label=name)
+        ax.set_title(METRIC_LABELS[metric], fontsize=9)
+        ax.set_xlabel("agent-steps trained (M)" if by_steps else "PPO iteration", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("in-domain evaluation during training (mean over densities)", fontsize=9)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    return fig
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e6:.1f} M" if n >= 1e6 else f"{n / 1e3:.1f} K"
+
+
+def curve_table(runs: dict[str, list[dict]]) -> str:
+    """Markdown: first and last evaluation of every run, density means."""
+    from pictura.eval.report import PERCENT_METRICS
+
+    head = "| run | iteration | agent-steps | " + " | ".join(CURVE_METRICS) + " |"
+    lines = [head, "|" + "---|" * (3 + len(CURVE_METRICS))]
+    for name, records in runs.items():
+        for r in (records[0], records[-1]) if len(records) > 1 else records:
+            cells = []
+            for m in CURVE_METRICS:
+                v = density_mean(r, m) * (100.0 if m in PERCENT_METRICS else 1.0)
+                cells.append(f"{v:.2f}" + (" %" if m in PERCENT_METRICS else ""))
+            steps = "-" if r.get("agent_steps") is None else _count(r["agent_steps"])
+            lines.append(f"| {name} | {r['iteration']} | {steps} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m pictura curves", description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", metavar="[NAME=]RUN", help="run folder (or its density_sweep.jsonl)")
+    p.add_argument("--out", required=True, help="PNG to write")
+    args = p.parse_args(argv)
+    runs: dict[str, list[dict]] = {}
+    for spec in args.runs:
+        name, _, path = spec.rpartition("=")
+        name = name or Path(path).name
+        if name in runs:
+            p.error(f"two runs named {name!r}: give them NAME=RUN labels")
+        try:
+            runs[name] = read_sweeps(path)
+        except (FileNotFoundError, ValueError) as err:
+            p.error(str(err))
+    import matplotlib.pyplot as plt
+
+    plt.close(plot_curves(runs, args.out))
+    print(curve_table(runs))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""``python -m pictura curves``: density means, table, PNG and bad input, on hand-written records."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from pictura.tools import curves
+
+
+def _record(iteration, agent_steps, goals_by_density, collision=0.1):
+    return {
+        "iteration": iteration,
+        "agent_steps": agent_steps,
+        "results": {
+            d: {"goals": g, "at_fault_collision": collision, "offroad": 0.2, "red_light": 0.0, "km_per_infraction": "inf"}
+            for d, g in goals_by_density.items()
+        },
+    }
+
+
+def _write(folder, records):
+    (folder / "eval").mkdir(parents=True)
+    (folder / "eval" / "density_sweep.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_curves_plot_and_table_from_run_folders(tmp_path, capsys):
+    run = tmp_path / "run"
+    # written out of order: the reader sorts by iteration
+    _write(run, [_record(3, 3_000_000, {"60": 4.0, "120": 2.0}), _record(0, 0, {"60": 1.0, "120": 0.0}, 0.5)])
+    out = tmp_path / "curves.png"
+    curves.main([f"alberti={run}", "--out", str(out)])
+    assert out.stat().st_size > 0
+    text = capsys.readouterr().out
+    # means over densities, by hand: (1 + 0) / 2 and (4 + 2) / 2; collisions as percent
+    assert "| alberti | 0 | 0.0 K | 0.50 | 50.00 % | 20.00 % | 0.00 % |" in text
+    assert "| alberti | 3 | 3.0 M | 3.00 | 10.00 % | 20.00 % | 0.00 % |" in text
+
+
+def test_density_mean_skips_non_finite_values():
+    record = {"iteration": 0, "results": {"60": {"goals": 2.0}, "120": {"goals": "inf"}, "150": {"goals": None}}}
+    assert curves.density_mean(record, "goals") == 2.0
+    assert math.isnan(curves.density_mean({"iteration": 0, "results": {}}, "goals"))
+
+
+def test_bad_input_names_the_file(tmp_path):
+    with pytest.raises(SystemExit):
+        curves.main([str(tmp_path / "missing"), "--out", str(tmp_path / "x.png")])
+    run = tmp_path / "bad"
+    (run / "eval").mkdir(parents=True)
+    (run / "eval" / "density_sweep.jsonl").write_text('{"iteration": 1}\n')
+    with pytest.raises(ValueError, match=r"density_sweep.jsonl:1"):
+        curves.read_sweeps(run)
