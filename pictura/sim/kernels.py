@@ -511,6 +511,7 @@ def final_observe_kernel(model: ModelData, state_in: StateData, state_out: State
             state_out.final_obs_goals,
             state_out.final_obs_conditioning,
         )
+        state_out.final_speed[row] = state_out.speed[row]
     elif row < rows:
         for c in range(8):
             state_out.final_agent_box[row, c] = state_in.agent_box[row, c]

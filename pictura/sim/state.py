@@ -86,6 +86,7 @@ class StateData:
     final_obs_ego_aux: wp.array2d(dtype=float)
     final_obs_goals: wp.array2d(dtype=float)
     final_obs_conditioning: wp.array2d(dtype=float)
+    final_speed: wp.array(dtype=float)
 
 
 class _Mirrored:
@@ -143,7 +144,8 @@ class State(_Mirrored):
     that did not reset this step, and after `reset`):
       final_agent_box (S + P, BOX_WIDTH); final_light_state (Tw,); final_obs_ego (S, EGO_WIDTH);
       final_obs_ego_aux (S, EGO_AUX_WIDTH); final_obs_goals (S, GOAL_FEATURES);
-      final_obs_conditioning (S, CONDITIONING_WIDTH).
+      final_obs_conditioning (S, CONDITIONING_WIDTH); final_speed (S,) (the privileged
+      vectorized observation's partner speeds).
     """
 
     def __init__(self, model: Model):

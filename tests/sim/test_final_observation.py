@@ -9,7 +9,7 @@ from pictura.sim import SimConfig, reset, step
 
 from .conftest import loop_map, make_world
 
-FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning")
+FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning", "speed")
 
 
 def _copy(state) -> dict[str, np.ndarray]:
