@@ -293,6 +293,51 @@ class DrivingEnv(EnvBase):
         self._render(agent_box_hist, light_hist, requests, out)
         return out
 
+    def final_record(self) -> dict[str, torch.Tensor]:
+        """Copies of what the observation *before this step's world resets* is built from.
+
+        A slot whose world reset inside the last `step` (``truncated``) gets the new episode's
+        first observation; PPO bootstraps its last transition from the value of the observation
+        it would have had instead (`pictura.sim.State`'s ``final_*`` arrays). Stack these over a
+        rollout and pass them to `observation_from_record`. Keys: ``agent_box`` (S + P, 8),
+        ``light_state`` (L,), ``speed`` (S,), ``ego``, ``ego_aux``, ``goals`` (S, 3, 2),
+        ``conditioning``; equal to the current observation's sources in worlds that did not
+        reset.
+        """
+        st, S = self.state, self.num_slots
+        return {
+            "agent_box": wp.to_torch(st.final_agent_box).clone(),
+            "light_state": wp.to_torch(st.final_light_state).clone(),
+            "speed": wp.to_torch(st.final_speed).clone(),
+            "ego": wp.to_torch(st.final_obs_ego).clone(),
+            "ego_aux": wp.to_torch(st.final_obs_ego_aux).clone(),
+            "goals": wp.to_torch(st.final_obs_goals).reshape(S, 3, 2).clone(),
+            "conditioning": wp.to_torch(st.final_obs_conditioning).clone(),
+        }
+
+    def observation_from_record(
+        self, record: dict[str, torch.Tensor], steps: torch.Tensor, slots: torch.Tensor
+    ) -> TensorDict:
+        """The observations of (step, slot) pairs from stacked `final_record` dicts (each entry
+        with a leading T axis): the same entries the env returns (pixels rendered, or the
+        vectorized sets built), with batch size N."""
+        steps, slots = steps.to(torch.int64), slots.to(torch.int64)
+        S = self.num_slots
+        obs = {key: record[key][steps, slots] for key in ("ego", "goals", "conditioning")}
+        if self.renders_pixels:
+            obs["pixels"] = self.render_history(record["agent_box"], record["light_state"], steps, slots)
+        else:
+            box = record["agent_box"]
+            with self._warp_scope():
+                obs.update(
+                    self.vectorized.build_requests(
+                        box[:, :S], record["light_state"], record["speed"], steps, slots,
+                        parked_hist=box[:, S:] if self.layout.parked_per_world else None,
+                    )
+                )  # fmt: skip
+            obs["ego_aux"] = self.vectorized.ego_aux(record["ego_aux"][steps, slots])
+        return TensorDict(obs, batch_size=[steps.shape[0]], device=self.device)
+
     def set_resolution(self, width: int, height: int) -> None:
         """Change the render resolution (e.g. for a resolution curriculum)."""
         self.rig.set_resolution(width, height)

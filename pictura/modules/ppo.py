@@ -3,7 +3,8 @@
 One `training_step` is one PPO iteration, read top to bottom:
     1. rollout ``rollout_steps`` steps of every agent slot on the device (no host sync per step),
        keeping the compact world snapshot of every step instead of its images;
-    2. GAE (terminated and truncated kept apart);
+    2. GAE (terminated and truncated kept apart; a truncated transition bootstraps from the value
+       of its pre-reset observation, rebuilt from the rollout's `final_record` history);
     3. Gigaflow advantage filter (drop |A| < 0.01 x EMA of max |A|);
     4. ``update_epochs`` passes over shuffled minibatches of the kept transitions; each minibatch
        re-renders its own pixels from the snapshot history (`env.render_history`), in
@@ -241,6 +242,9 @@ class PPO(LightningModule):
         self.rollout: dict[str, torch.Tensor] | None = None  # the last rollout, read by callbacks
         self._td: TensorDict | None = None
         self.rollout_stats: dict[str, dict[str, torch.Tensor]] = {}
+        # per-rank sizes; `setup` divides them by the number of ranks
+        self.minibatch_local = minibatch_size
+        self.chunk_local = min(chunk_size or minibatch_size, minibatch_size)
 
     # ---- construction ----------------------------------------------------------------------
     def setup(self, stage: str) -> None:
@@ -334,7 +338,8 @@ class PPO(LightningModule):
         Keys: ``agent_box`` (T, S, 8) and ``light_state`` (T, L) (the snapshot history);
         ``ego``, ``conditioning``, ``goals`` (T, S, ...); ``pixels`` (T, S, C, H, W, 3) only with
         ``store_images``; ``action``, ``logprob``, ``value``, ``reward``, ``next_value`` (T, S);
-        ``valid``, ``terminated``, ``truncated``, ``next_valid`` (T, S) bool.
+        ``valid``, ``terminated``, ``truncated``, ``next_valid`` (T, S) bool; ``truncated_value``
+        (T, S), V of the pre-reset observation of truncated transitions (0 elsewhere).
         """
         env, T, S = self.env, self.hparams.rollout_steps, self.env.num_slots
         spec = env.observation_spec
@@ -354,6 +359,8 @@ class PPO(LightningModule):
             fields[key] = torch.empty(T, S, device=dev)
         for key in ("valid", "terminated", "truncated", "next_valid"):
             fields[key] = torch.empty(T, S, dtype=torch.bool, device=dev)
+        # what each step's pre-reset observation is built from (truncation bootstrap)
+        final = {k: torch.empty(T, *v.shape, dtype=v.dtype, device=dev) for k, v in env.final_record().items()}
         buf = fields
         reward_terms: dict[str, torch.Tensor] = {}
         events: dict[str, torch.Tensor] = {}
@@ -383,6 +390,8 @@ class PPO(LightningModule):
             buf["terminated"][t] = nxt["terminated"].squeeze(-1)
             buf["truncated"][t] = nxt["truncated"].squeeze(-1)
             buf["next_valid"][t] = nxt["valid"]
+            for key, value in env.final_record().items():
+                final[key][t] = value
             for term, r in nxt["info", "reward"].items():
                 reward_terms[term] = reward_terms.get(term, 0) + (r * valid).sum()
             for name, e in nxt["info", "event"].items():
@@ -395,17 +404,30 @@ class PPO(LightningModule):
         final_value = self.policy_forward(td["observation"])[1].float()
         buf["next_value"][:-1] = buf["value"][1:]
         buf["next_value"][-1] = final_value
+        buf["truncated_value"] = self.truncated_values(buf, final)
         clock.stop("rollout_policy")
         self._td = td
         self.rollout_stats = {"reward": reward_terms, "event": events}  # sums over valid agent-steps
         return buf
+
+    def truncated_values(self, buf: dict[str, torch.Tensor], final: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(T, S): V of the pre-reset observation of every truncated transition (0 elsewhere),
+        re-rendered / rebuilt from the rollout's `DrivingEnv.final_record` history."""
+        T, S = buf["truncated"].shape
+        values = torch.zeros(T, S, device=buf["value"].device)
+        cut = (buf["truncated"] & buf["valid"] & ~buf["terminated"]).reshape(-1)
+        index = cut.nonzero().squeeze(-1)  # one host sync per rollout
+        for piece in torch.split(index, self.chunk_local) if index.numel() else ():
+            obs = self.env.observation_from_record(final, piece // S, piece % S)
+            values.view(-1)[piece] = self.policy_forward(obs)[1].float()
+        return values
 
     def advantages(self, buf: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """GAE + advantage filter -> (advantage (T, S), returns (T, S), keep (T, S) bool)."""
         h = self.hparams
         advantage, returns = generalized_advantage(
             buf["reward"], buf["value"], buf["next_value"], buf["terminated"], buf["truncated"],
-            buf["next_valid"], h.gamma, h.gae_lambda,
+            buf["next_valid"], h.gamma, h.gae_lambda, truncated_value=buf.get("truncated_value"),
         )
         valid = buf["valid"]
         if not h.advantage_filter:

@@ -9,7 +9,6 @@ from pictura.sim import kernels
 from pictura.sim.model import Model
 from pictura.sim.state import Control, State
 
-
 _FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning", "speed")
 """Arrays whose pre-reset copy ``final_<name>`` `step` writes (truncation bootstrap)."""
 

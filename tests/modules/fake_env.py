@@ -1,7 +1,7 @@
 """`FakeDrivingEnv`: the `pictura.envs.DrivingEnv` contract with cheap synthetic data.
 
 Same constructor arguments, keys, shapes, dtypes and extra methods (`snapshot`,
-`render_history`, `rig`, `num_slots`, `num_cameras`, `validate_actions`) as the real env, so the
+`render_history`, `final_record`, `observation_from_record`, `rig`, `num_slots`, `num_cameras`, `validate_actions`) as the real env, so the
 PPO module and its tests run in a second with no Warp compilation. Pixels are a pure function
 of the snapshot (agent box + light state), so re-rendering from a history reproduces the acting
 pixels bit for bit, exactly as the real renderer promises.
@@ -184,16 +184,31 @@ class FakeDrivingEnv(EnvBase):
         )
         self._clock = torch.where(worlds, 0, self._clock)
 
-    def _observation(self) -> TensorDict:
+    def _record(self) -> dict[str, torch.Tensor]:
+        """What an observation is built from (the real env's `final_record` keys it needs)."""
         S = self.num_slots
         ego = torch.cat([self._box[:, 3:4].cos(), self._box[:, 3:4].sin(), self._box[:, :2] / 50,
                          self._box[:, 4:7] / 5], dim=1)
         goals = (self._box[:, :2].unsqueeze(1) / 600).expand(S, 3, 2).clone()
+        return {"agent_box": self._box.clone(), "light_state": self._light.clone(), "ego": ego,
+                "goals": goals, "conditioning": self._conditioning.clone()}
+
+    def final_record(self) -> dict[str, torch.Tensor]:
+        return {k: v.clone() for k, v in self._final.items()}
+
+    def observation_from_record(self, record, steps, slots) -> TensorDict:
+        obs = {k: record[k][steps, slots] for k in ("ego", "goals", "conditioning")}
+        obs["pixels"] = self.render_history(record["agent_box"], record["light_state"], steps, slots)
+        return TensorDict(obs, batch_size=[steps.shape[0]], device=self.device)
+
+    def _observation(self) -> TensorDict:
+        S = self.num_slots
+        rec = self._record()
         return TensorDict(
             {
                 "observation": TensorDict(
-                    {"pixels": self._pixels_of(self._box, self._light[self._world_id]), "ego": ego,
-                     "conditioning": self._conditioning.clone(), "goals": goals},
+                    {"pixels": self._pixels_of(self._box, self._light[self._world_id]), "ego": rec["ego"],
+                     "conditioning": rec["conditioning"], "goals": rec["goals"]},
                     batch_size=[S],
                 ),
                 "valid": self._active.clone(),
@@ -205,6 +220,7 @@ class FakeDrivingEnv(EnvBase):
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
         self._reset_worlds(torch.ones(self.num_worlds, dtype=torch.bool, device=self.device))
+        self._final = self._record()
         out = self._observation()
         S = self.num_slots
         zeros = torch.zeros((S, 1), dtype=torch.bool, device=self.device)
@@ -247,6 +263,7 @@ class FakeDrivingEnv(EnvBase):
         self._light = ((self._clock // 5) % 3).to(torch.int32)
         world_done = self._clock >= self.episode_length
         truncated = world_done[self._world_id] & active & ~terminated
+        self._final = self._record()  # before the reset: the truncation bootstrap's observation
         self._reset_worlds(world_done)
         out = self._observation()
         out.set("reward", reward)

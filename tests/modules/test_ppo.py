@@ -102,6 +102,40 @@ def test_rerendered_minibatch_pixels_equal_the_acting_pixels():
     assert buf["terminated"].any() or buf["truncated"].any()
 
 
+def test_truncated_transitions_bootstrap_from_the_pre_reset_observation():
+    model = _module(advantage_filter=False)
+    model.chunk_local = 5  # several pieces
+    buf = model.collect_rollout(PhaseClock(torch.device("cpu")))
+    cut = buf["truncated"] & buf["valid"] & ~buf["terminated"]
+    assert cut.sum() >= 2  # episodes of 5 steps in a rollout of 8
+    # reference: the pre-reset state of the world, rebuilt by hand from the fake env's rules
+    # (the same actions replayed on a twin env whose episodes never end)
+    twin = FakeDrivingEnv(num_worlds=2, slots_per_world=4, agents_per_world=(2, 4), rig=FakeRig(32, 18),
+                          episode_length=10**6, event_prob=0.1)
+    twin._gen.manual_seed(0)
+    model.env._gen.manual_seed(0)
+    # rerun both from the same seed with the rollout's actions
+    td_a, td_b = model.env.reset(), twin.reset()
+    model.policy.eval()
+    with torch.no_grad():
+        for t in range(buf["action"].shape[0]):
+            td_a = model.env.step(td_a.set("action", buf["action"][t]))
+            td_b = twin.step(td_b.set("action", buf["action"][t]))
+            for s in cut[t].nonzero().squeeze(-1).tolist():
+                obs = td_b["next", "observation"][s : s + 1]
+                expected = model.policy(obs)[1].float()[0]
+                torch.testing.assert_close(buf["truncated_value"][t, s], expected, rtol=1e-5, atol=1e-6)
+            if cut[t].any():
+                break  # the twin diverges after the first reset (the short env drew new agents)
+            td_a, td_b = td_a["next"], td_b["next"]
+    assert torch.equal(buf["truncated_value"][~cut], torch.zeros(int((~cut).sum())))
+    # GAE uses it: at a truncated step the advantage is r + gamma * V_final - V (lambda term cut)
+    adv, _, _ = model.advantages(buf)
+    t, s = cut.nonzero()[0].tolist()
+    expected = buf["reward"][t, s] + model.hparams.gamma * buf["truncated_value"][t, s] - buf["value"][t, s]
+    torch.testing.assert_close(adv[t, s], expected)
+
+
 def test_invalid_slots_do_not_change_advantages_of_valid_ones():
     model = _module(advantage_filter=True)
     buf = model.collect_rollout(PhaseClock(torch.device("cpu")))
