@@ -60,6 +60,8 @@ def overrides(args: argparse.Namespace, root: str) -> list[str]:
     ]
     if args.precision:
         out.append(f"--trainer.precision={args.precision}")
+    if args.compile:
+        out.append("--model.init_args.compile_policy=true")
     env = "--model.init_args.env.init_args"
     for flag, value in (("num_worlds", args.worlds), ("slots_per_world", args.slots)):
         if value:
@@ -133,6 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rollout", type=int, default=None)
     parser.add_argument("--minibatch", type=int, default=None)
     parser.add_argument("--chunk", type=int, default=None)
+    parser.add_argument("--compile", action="store_true", help="torch.compile the policy (model.compile_policy)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
 
@@ -151,6 +154,7 @@ def main(argv: list[str] | None = None) -> None:
             resolution=f"{env.rig.width}x{env.rig.height}" if env.renders_pixels else None,
             agents=env.num_slots,
             precision=str(cli.trainer.precision),
+            compiled=bool(args.compile),
         )
         ppo = dict(
             name="ppo_iteration",

@@ -149,9 +149,8 @@ class DrivingEnv(EnvBase):
         self._world_id = torch.as_tensor(layout.slot_world, dtype=torch.int64, device=self.device)
         # One request per slot, all from "step 0" of a one-step history: acting renders the
         # same function as minibatch re-rendering does.
-        self._act_requests = torch.stack(
-            [torch.zeros(num_slots, dtype=torch.int32), torch.arange(num_slots, dtype=torch.int32)], dim=1
-        ).to(self.device)
+        self._slot_ids = torch.arange(num_slots, dtype=torch.int32, device=self.device)
+        self._act_requests = torch.stack([torch.zeros_like(self._slot_ids), self._slot_ids], dim=1)
         self._pixels = self._new_pixels(num_slots)
         self._make_specs()
 
@@ -252,6 +251,10 @@ class DrivingEnv(EnvBase):
         if not self.renders_pixels:
             return
         st = self.state
+        # Only active agents act on their views: halted and empty slots get no render (their
+        # views are black; a request for slot -1 costs the renderer nothing). No host sync.
+        active = wp.to_torch(st.active) != 0
+        self._act_requests[:, 1] = torch.where(active, self._slot_ids, -1)
         self._render(
             wp.to_torch(st.agent_box).unsqueeze(0),
             wp.to_torch(st.light_state).unsqueeze(0),
