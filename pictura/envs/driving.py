@@ -135,6 +135,7 @@ class DrivingEnv(EnvBase):
         self.validate_actions = validate_actions
         self.share_pixel_buffer = share_pixel_buffer
         self._seed = int(seed)
+        self.phase_clock = None  # set by PPO: acting renders are timed as "rollout_render"
 
         with self._warp_scope():
             self.model = build_model(road_maps, layout, sim_config, device=self._wp_device, replay=replay)
@@ -255,12 +256,17 @@ class DrivingEnv(EnvBase):
         # views are black; a request for slot -1 costs the renderer nothing). No host sync.
         active = wp.to_torch(st.active) != 0
         self._act_requests[:, 1] = torch.where(active, self._slot_ids, -1)
+        clock = self.phase_clock
+        if clock is not None:
+            clock.start("rollout_render")
         self._render(
             wp.to_torch(st.agent_box).unsqueeze(0),
             wp.to_torch(st.light_state).unsqueeze(0),
             self._act_requests,
             self._pixels,
         )
+        if clock is not None:
+            clock.stop("rollout_render")
 
     def snapshot(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Copies of the compact state the current observation was rendered from.

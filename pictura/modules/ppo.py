@@ -366,6 +366,7 @@ class PPO(LightningModule):
         events: dict[str, torch.Tensor] = {}
 
         td = self._td
+        env.phase_clock = clock  # the env brackets its rendering as "rollout_render"
         for t in range(T):
             clock.start("rollout_policy")
             box, light = env.snapshot()  # what this step's pixels were rendered from
@@ -404,6 +405,7 @@ class PPO(LightningModule):
         final_value = self.policy_forward(td["observation"])[1].float()
         buf["next_value"][:-1] = buf["value"][1:]
         buf["next_value"][-1] = final_value
+        env.phase_clock = None
         buf["truncated_value"] = self.truncated_values(buf, final)
         clock.stop("rollout_policy")
         self._td = td
@@ -541,6 +543,9 @@ class PPO(LightningModule):
         metrics["train/agent_steps"] = self.trained_agent_steps.float()
         # Throughput counts agent-steps of valid (active) agents only, summed over ranks.
         seconds = clock.seconds()
+        if "rollout_render" in seconds and "rollout_env" in seconds:
+            seconds["rollout_env"] -= seconds["rollout_render"]  # the env span contains the render
+        seconds["other"] = max(wall_s - sum(seconds.values()), 0.0)
         collected = valid.sum()
         if self.trainer.world_size > 1:
             collected = self.trainer.strategy.reduce(collected, reduce_op="sum")

@@ -24,13 +24,19 @@ def test_rollout_and_rerender_on_the_real_env():
     model.env, model.policy = env, AlbertiPolicy(env.observation_spec, int(env.action_spec.n), **TINY_POLICY)
     env.validate_actions = False
     model._td = env.reset()
-    buf = model.collect_rollout(PhaseClock(torch.device("cpu")))
+    clock = PhaseClock(torch.device("cpu"))
+    buf = model.collect_rollout(clock)
+    assert {"rollout_env", "rollout_render", "rollout_policy"} <= set(clock.seconds())
     assert buf["valid"].any()
     T, S = buf["valid"].shape
     steps, slots = torch.arange(T).repeat_interleave(S), torch.arange(S).repeat(T)
     stored = model.minibatch_observation(buf, steps, slots)["pixels"]
     model.hparams.store_images = False
     rendered = model.minibatch_observation(buf, steps, slots)["pixels"]
-    assert torch.equal(stored, rendered)  # re-rendering from the snapshot history is exact
+    valid = buf["valid"].reshape(-1)
+    # re-rendering from the snapshot history is exact for every view an agent acted on;
+    # slots without an active agent were not rendered while acting (black)
+    assert torch.equal(stored[valid], rendered[valid])
+    assert not stored[~valid].any()
     adv, ret, keep = model.advantages(buf)
     assert torch.isfinite(adv).all() and not (keep & ~buf["valid"]).any()
