@@ -35,6 +35,7 @@ from pictura.sim import (
     step,
 )
 from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
+from pictura.sim.state import StateData
 
 
 def warp_device(device: torch.device) -> str:
@@ -397,6 +398,28 @@ class DrivingEnv(EnvBase):
             batch_size=[S],
         )
 
+    # ---- rewinding (probes) ----------------------------------------------------------------
+    def save_state(self) -> dict[str, torch.Tensor]:
+        """A device copy of the whole simulator state (every `pictura.sim.State` array, RNG keys
+        and clocks included): `restore_state` rewinds to it, and stepping on from there with the
+        same actions repeats the original run bit for bit."""
+        st = self.state
+        return {name: wp.to_torch(getattr(st, name)).clone() for name in StateData.vars}
+
+    def restore_state(self, saved: dict[str, torch.Tensor]) -> TensorDictBase:
+        """Rewind to a `save_state` copy; returns the observation there (as `reset` does)."""
+        st = self.state
+        names = tuple(StateData.vars)
+        if set(saved) != set(names):
+            raise ValueError(f"restore_state: not a save_state copy of this env (keys {sorted(set(saved) ^ set(names))})")
+        for name in names:
+            target = wp.to_torch(getattr(st, name))
+            if saved[name].shape != target.shape:
+                raise ValueError(f"restore_state: {name} is {tuple(saved[name].shape)}, this env has {tuple(target.shape)}")
+            target.copy_(saved[name])
+        self._render_current()
+        return self._reset_output()
+
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
         partial = tensordict is not None and "_reset" in tensordict.keys()
         if not partial or bool(tensordict["_reset"].all()):
@@ -405,6 +428,9 @@ class DrivingEnv(EnvBase):
             self._render_current()
         # A partial reset is a no-op: worlds reset themselves inside `step`, and a slot whose
         # agent halted stays an obstacle until its world resets.
+        return self._reset_output()
+
+    def _reset_output(self) -> TensorDictBase:
         out = self._observation()
         S = self.num_slots
         zeros = torch.zeros((S, 1), dtype=torch.bool, device=self.device)

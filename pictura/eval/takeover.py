@@ -9,8 +9,9 @@ crossing vehicle comes into view?
    (`Renderer.occlusion_fraction` > 0) within ``reveal_window`` steps; a *control* case when no
    vehicle within ``vehicle_radius`` m is hidden-then-revealed. Reveal time = first visible step
    (control cases use the start time + ``reveal_window`` / 2 as their reference).
-3. Take over: replay the recording (same seed, same actions: the simulator is deterministic)
-   up to the start step, then for ``horizon`` steps the tested policy drives the ego while the
+3. Take over: rewind to the recorded simulator state of the start step (`DrivingEnv.save_state`;
+   equivalently, replay the recording's seed and actions: the simulator is deterministic),
+   then for ``horizon`` steps the tested policy drives the ego while the
    others replay their recorded actions.
 
 Approximation (the simulator has no log replay of agents here): the others replay their
@@ -43,6 +44,7 @@ class Recording:
     light_state: np.ndarray  # (T, L) int32
     action: np.ndarray  # (T, S) int64, the action taken after snapshot t
     valid: np.ndarray  # (T, S) bool
+    states: list = field(default_factory=list)  # env.save_state() before each step's action
 
 
 @dataclass
@@ -62,8 +64,9 @@ def record(env, recorder, steps: int) -> Recording:
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     td = env.reset()
-    boxes, lights, actions, valids = [], [], [], []
+    boxes, lights, actions, valids, states = [], [], [], [], []
     for _ in range(steps):
+        states.append(env.save_state())
         box, light = env.snapshot()
         action = recorder.act(td["observation"])
         boxes.append(box.cpu().numpy())
@@ -72,7 +75,7 @@ def record(env, recorder, steps: int) -> Recording:
         valids.append(td["valid"].cpu().numpy())
         td.set("action", action)
         td = env.step(td)["next"]
-    return Recording(env._seed, np.stack(boxes), np.stack(lights), np.stack(actions), np.stack(valids))
+    return Recording(env._seed, np.stack(boxes), np.stack(lights), np.stack(actions), np.stack(valids), states)
 
 
 def find_cases(
@@ -124,11 +127,14 @@ def take_over(env, rec: Recording, case: Case, policy, name: str, horizon: int =
     Returns the ego's speed (m/s) at each of the ``horizon`` steps (also stored in ``case``)."""
     if case.start + horizon > len(rec.action):
         raise ValueError(f"horizon {horizon} runs past the recording ({len(rec.action)} steps)")
-    env.set_seed(rec.seed)
-    td = env.reset()
-    for t in range(case.start):
-        td.set("action", torch.as_tensor(rec.action[t], device=env.device))
-        td = env.step(td)["next"]
+    if rec.states:
+        td = env.restore_state(rec.states[case.start])  # rewind instead of replaying
+    else:
+        env.set_seed(rec.seed)
+        td = env.reset()
+        for t in range(case.start):
+            td.set("action", torch.as_tensor(rec.action[t], device=env.device))
+            td = env.step(td)["next"]
     speeds = []
     for t in range(case.start, case.start + horizon):
         action = torch.as_tensor(rec.action[t], device=env.device).clone()

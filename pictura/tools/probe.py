@@ -183,6 +183,10 @@ def main(argv: list[str]) -> None:
         raise SystemExit(f"probe: {err}") from None
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1))
+    if args.probe == "removal":
+        print(f"{len(result['records'])} removals over {args.states} states")
+    elif args.probe == "takeover":
+        print("takeovers: " + ", ".join(f"{g} {v['cases']}" for g, v in result["summary"].items()))
     print(f"wrote {args.json}" + (f" and {args.png}" if args.png else ""))
 
 
