@@ -75,6 +75,8 @@ class Renderer:
         self._cand_capacity = max(2 * self.list_capacity, 512)
         # Raster thread order: 1 = pixels grouped by 8x8 screen tile (coherent list walks).
         self._tile_major = 1
+        # Tile binning: 2 = screen rectangle and outline edges, 1 = rectangle, 0 = every tile.
+        self._bin_mode = 2
         # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
         self._max_launch = 2**31 - 1
 
@@ -130,6 +132,8 @@ class Renderer:
         self._cand_bound = wp.zeros((views, self._cand_capacity), dtype=wp.float32, device=dev)
         self._cand_count = wp.zeros(views, dtype=wp.int32, device=dev)
         self._tile_range = wp.zeros((views, k), dtype=wp.vec4i, device=dev)
+        self._rec = wp.zeros((views, k, kernels.REC_WORDS), dtype=wp.vec4, device=dev)
+        self._entry_edge = wp.zeros((views, k, 4), dtype=wp.vec3, device=dev)
         self._scratch_views = views
 
     def _tile_mask(self, views: int) -> wp.array:
@@ -176,7 +180,7 @@ class Renderer:
         cx, cy = self.rig.principal
         for start in range(0, n, self.chunk_size):
             views = min(self.chunk_size, n - start) * C
-            self._cull(agent_box, requests, start, views, solo_slot=-1)
+            self._cull(agent_box, light_state, requests, start, views, solo_slot=-1)
             tile = kernels.TILE_PX
             px_per_view = H * W
             if self._tile_major:
@@ -187,13 +191,9 @@ class Renderer:
                     kernels.raster_views,
                     dim=count * px_per_view,
                     inputs=[
-                        self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
-                        self._list_ref, self._list_bound, self._list_count, mask,
-                        agent_box, light_state, self._world_light_start,
-                        self._line_a, self._line_b, self._line_hw, self._line_kind,
-                        self._wall_a, self._wall_b, self._wall_h,
-                        self._light_pos, self._light_heading, self._light_local,
-                        self._face_color, self._line_color, self._light_color, self._misc_color,
+                        self._view_origin, self._view_basis, self._view_world, self._view_ground,
+                        self._list_ref, self._list_bound, self._rec, mask,
+                        self._face_color, self._misc_color,
                         focal, cx, cy, self.rig.near, self.rig.far,
                         self.supersample, int(self.antialias), start * C, base, int(self._tile_major),
                     ],
@@ -274,10 +274,10 @@ class Renderer:
         if lay.slot_world[ego_slot] != target_world:
             return 0.0
         req = np.array([[0, ego_slot]], np.int32)
-        ab, _, rq = self._to_device(boxes[None], np.asarray(light_state, np.int32).reshape(1, -1), req)
+        ab, ls, rq = self._to_device(boxes[None], np.asarray(light_state, np.int32).reshape(1, -1), req)
         counts = []
         for solo in (-1, target_slot):
-            ids = self._id_buffer(ab, rq, solo)
+            ids = self._id_buffer(ab, ls, rq, solo)
             counts.append(int(np.count_nonzero(ids == target_slot)))
         return 0.0 if counts[1] == 0 else counts[0] / counts[1]
 
@@ -287,7 +287,9 @@ class Renderer:
         per = max(1, self._max_launch // max(threads_per_view, 1))
         return [(b, min(per, views - b)) for b in range(0, views, per)]
 
-    def _cull(self, agent_box: wp.array, requests: wp.array, start: int, views: int, solo_slot: int) -> None:
+    def _cull(
+        self, agent_box: wp.array, light_state: wp.array, requests: wp.array, start: int, views: int, solo_slot: int
+    ) -> None:
         """Per-view camera, depth-sorted primitive list and (unless solo) screen-tile masks."""
         self._scratch(views)
         sc = self.scene
@@ -329,20 +331,24 @@ class Renderer:
                         outputs=[self._list_ref, self._list_bound],
                         device=self.device,
                     )
-        if solo_slot >= 0:
-            return  # the id buffer walks the whole list; no tile masks needed
+        binned = int(solo_slot < 0)  # the id buffer walks the whole list: no tile masks
         for base, count in self._launch_ranges(views, k):
             wp.launch(
-                kernels.entry_tiles,
+                kernels.entry_setup,
                 dim=count * k,
                 inputs=[
-                    self._view_origin, self._view_basis, self._view_step, self._list_ref, self._list_count,
-                    agent_box, self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
-                    self._light_pos, focal, cx, cy, width, height, self.rig.near, base,
+                    self._view_origin, self._view_basis, self._view_step, self._view_world,
+                    self._list_ref, self._list_count, agent_box, light_state, self._world_light_start,
+                    self._line_a, self._line_b, self._line_hw, self._line_kind,
+                    self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
+                    self._line_color, self._light_color,
+                    focal, cx, cy, width, height, self._clip_x(), binned, base,
                 ],
-                outputs=[self._tile_range],
+                outputs=[self._rec, self._tile_range, self._entry_edge],
                 device=self.device,
             )  # fmt: skip
+        if not binned:
+            return
         mask = self._tile_mask(views)
         tiles_x = (self.rig.width + kernels.TILE_PX - 1) // kernels.TILE_PX
         per_view = mask.shape[1] * mask.shape[2]
@@ -350,10 +356,20 @@ class Renderer:
             wp.launch(
                 kernels.bin_tiles,
                 dim=count * per_view,
-                inputs=[self._list_count, self._tile_range, tiles_x, base],
+                inputs=[self._list_count, self._tile_range, self._entry_edge, tiles_x, base, self._bin_mode],
                 outputs=[mask],
                 device=self.device,
             )
+
+    def _clip_x(self) -> float:
+        """Camera-plane depth (m) below which no pixel ray can reach ``near``: half the near
+        distance along the most oblique pixel ray. Binning clips outlines there, so nothing it
+        drops is ever drawn."""
+        cx, cy = self.rig.principal
+        f = self.rig.focal
+        du = max(cx, self.rig.width - cx)
+        dv = max(cy, self.rig.height - cy)
+        return 0.5 * self.rig.near * f / float(np.sqrt(f * f + du * du + dv * dv))
 
     def _cam_extr(self) -> wp.array:
         extr = self.rig.extrinsics()
@@ -362,19 +378,18 @@ class Renderer:
             self._extr_cache = (extr, wp.array(extr, dtype=wp.float32, device=self.device))
         return self._extr_cache[1]
 
-    def _id_buffer(self, agent_box: wp.array, requests: wp.array, solo_slot: int) -> np.ndarray:
+    def _id_buffer(self, agent_box: wp.array, light_state: wp.array, requests: wp.array, solo_slot: int) -> np.ndarray:
         C, H, W = self.rig.num_cameras, self.rig.height, self.rig.width
         views = requests.shape[0] * C
-        self._cull(agent_box, requests, 0, views, solo_slot)
+        self._cull(agent_box, light_state, requests, 0, views, solo_slot)
         ids = wp.zeros((views, H, W), dtype=wp.int32, device=self.device)
         cx, cy = self.rig.principal
         wp.launch(
             kernels.raster_ids,
             dim=views * H * W,
             inputs=[
-                self._view_origin, self._view_basis, self._view_step, self._view_world,
-                self._list_ref, self._list_bound, self._list_count,
-                agent_box, self._wall_a, self._wall_b, self._wall_h, self._face_color, self._misc_color,
+                self._view_origin, self._view_basis, self._view_world,
+                self._list_ref, self._list_bound, self._list_count, self._rec, self._face_color, self._misc_color,
                 self.rig.focal, cx, cy, self.rig.near, self.rig.far,
             ],
             outputs=[ids],

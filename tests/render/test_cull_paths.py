@@ -73,6 +73,31 @@ def test_split_launches_and_raster_order_do_not_change_the_image(town):
     assert np.array_equal(odd_tiles.render_numpy(boxes, lights, requests), odd_rows.render_numpy(boxes, lights, requests))
 
 
+@pytest.mark.parametrize(
+    ("width", "height", "kw"),
+    [(96, 54, {}), (37, 21, {}), (40, 20, {"supersample": 2}), (40, 20, {"antialias": False})],
+)
+def test_tight_tile_bins_drop_nothing_that_is_drawn(town, width, height, kw):
+    # Every entry in every tile is the reference: the screen rectangle and outline edges of
+    # the binning (clipped at the camera plane) may only drop entries that draw nothing there.
+    _, _, boxes, lights, requests = town
+    images = {}
+    for mode in (0, 1, 2):
+        r = make(town, width=width, height=height, **kw)
+        r._bin_mode = mode
+        images[mode] = r.render_numpy(boxes, lights, requests)
+    assert np.array_equal(images[1], images[0])
+    assert np.array_equal(images[2], images[0])
+    # The edges do cut work: fewer (tile, entry) pairs than the rectangles alone.
+    r = make(town, width=width, height=height, **kw)
+    counts = []
+    for mode in (1, 2):
+        r._bin_mode = mode
+        r.render_numpy(boxes, lights, requests)
+        counts.append(np.unpackbits(r._mask.numpy().view(np.uint8)).sum())
+    assert counts[1] < counts[0]
+
+
 def test_launch_ranges_cover_every_view_once():
     r = Renderer.__new__(Renderer)
     r._max_launch = 2**31 - 1
