@@ -219,6 +219,120 @@ def sector_extent(o: wp.vec3, yaw: float, half: float, far: float) -> wp.vec4:
 
 
 
+@wp.func
+def camera_origin(agent_box: wp.array3d(dtype=wp.float32), step: int, slot: int, cam_extr: wp.array2d(dtype=wp.float32), cam: int) -> wp.vec3:
+    """World position of camera ``cam`` mounted on ego ``slot``."""
+    ch = wp.cos(agent_box[step, slot, 3])
+    sh = wp.sin(agent_box[step, slot, 3])
+    mx = cam_extr[cam, 0]
+    my = cam_extr[cam, 1]
+    return wp.vec3(
+        agent_box[step, slot, 0] + ch * mx - sh * my, agent_box[step, slot, 1] + sh * mx + ch * my,
+        agent_box[step, slot, 2] + cam_extr[cam, 2],
+    )  # fmt: skip
+
+
+@wp.func
+def camera_basis(yaw: float, pitch: float) -> wp.mat33:
+    """Rows: forward, left, up (world frame)."""
+    fwd = wp.vec3(wp.cos(pitch) * wp.cos(yaw), wp.cos(pitch) * wp.sin(yaw), -wp.sin(pitch))
+    left = wp.vec3(-wp.sin(yaw), wp.cos(yaw), 0.0)
+    up = wp.cross(fwd, left)
+    return wp.mat33(fwd[0], fwd[1], fwd[2], left[0], left[1], left[2], up[0], up[1], up[2])
+
+
+@wp.func
+def agent_bound(
+    agent_box: wp.array3d(dtype=wp.float32),
+    step: int,
+    s: int,
+    o: wp.vec3,
+    basis: wp.mat33,
+    focal: float,
+    cx: float,
+    cy: float,
+    width: float,
+    height: float,
+    near: float,
+    far: float,
+) -> float:
+    """Candidate bound of snapshot row ``s`` (agent or parked car), -1 if empty or culled."""
+    if agent_box[step, s, 7] < 0.0:
+        return -1.0
+    bl = agent_box[step, s, 4]
+    bw = agent_box[step, s, 5]
+    bh = agent_box[step, s, 6]
+    c = wp.vec3(agent_box[step, s, 0], agent_box[step, s, 1], agent_box[step, s, 2] + 0.5 * bh)
+    rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
+    return sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+
+
+@wp.func
+def static_bound(
+    ref: int,
+    line_a: wp.array(dtype=wp.vec3),
+    line_b: wp.array(dtype=wp.vec3),
+    line_half_width: wp.array(dtype=wp.float32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    light_pos: wp.array(dtype=wp.vec3),
+    light_heading: wp.array(dtype=wp.float32),
+    o: wp.vec3,
+    basis: wp.mat33,
+    focal: float,
+    cx: float,
+    cy: float,
+    width: float,
+    height: float,
+    near: float,
+    far: float,
+) -> float:
+    """Candidate bound of a static primitive (line, wall, light), -1 if culled."""
+    kind = ref >> _REF_SHIFT
+    i = ref & _REF_MASK
+    c = wp.vec3(0.0)
+    rad = float(0.0)
+    if kind == _REF_LINE:
+        c = 0.5 * (line_a[i] + line_b[i])
+        rad = 0.5 * wp.length(line_b[i] - line_a[i]) + line_half_width[i]
+    elif kind == _REF_WALL:
+        hl = 0.5 * wp.length(wall_b[i] - wall_a[i])
+        hh = 0.5 * wall_height[i]
+        c = 0.5 * (wall_a[i] + wall_b[i]) + wp.vec3(0.0, 0.0, hh)
+        rad = wp.sqrt(hl * hl + hh * hh)
+    else:
+        if light_visibility(light_pos[i], light_heading[i], o) <= 0.0:
+            return -1.0
+        c = light_pos[i]
+        rad = _LIGHT_RADIUS
+    return sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+
+
+@wp.func
+def grid_query(
+    o: wp.vec3,
+    yaw: float,
+    focal: float,
+    cx: float,
+    width: float,
+    far: float,
+    org: wp.vec2,
+    nx: int,
+    ny: int,
+    cell_size: float,
+) -> wp.vec4i:
+    """Cell rectangle (qx0, qy0, qx1, qy1), inclusive, under the camera's horizontal field of view."""
+    half = wp.max(wp.atan(cx / focal), wp.atan((width - cx) / focal))
+    box = sector_extent(o, yaw, wp.min(half, 0.5 * wp.pi), far)
+    return wp.vec4i(
+        wp.clamp(int(wp.floor((box[0] - org[0]) / cell_size)), 0, nx - 1),
+        wp.clamp(int(wp.floor((box[1] - org[1]) / cell_size)), 0, ny - 1),
+        wp.clamp(int(wp.floor((box[2] - org[0]) / cell_size)), 0, nx - 1),
+        wp.clamp(int(wp.floor((box[3] - org[1]) / cell_size)), 0, ny - 1),
+    )
+
+
 @wp.kernel
 def gather_views(
     # snapshot history and requests
@@ -298,26 +412,14 @@ def gather_views(
     if agent_box[step, slot, 7] < 0.0:
         return
     world = slot_world[slot]
-    ex = agent_box[step, slot, 0]
-    ey = agent_box[step, slot, 1]
-    ez = agent_box[step, slot, 2]
-    eh = agent_box[step, slot, 3]
-    ch = wp.cos(eh)
-    sh = wp.sin(eh)
-    mx = cam_extr[cam, 0]
-    my = cam_extr[cam, 1]
-    o = wp.vec3(ex + ch * mx - sh * my, ey + sh * mx + ch * my, ez + cam_extr[cam, 2])
-    yaw = eh + cam_extr[cam, 3]
-    pitch = cam_extr[cam, 4]
-    fwd = wp.vec3(wp.cos(pitch) * wp.cos(yaw), wp.cos(pitch) * wp.sin(yaw), -wp.sin(pitch))
-    left = wp.vec3(-wp.sin(yaw), wp.cos(yaw), 0.0)
-    up = wp.cross(fwd, left)
-    basis = wp.mat33(fwd[0], fwd[1], fwd[2], left[0], left[1], left[2], up[0], up[1], up[2])
+    o = camera_origin(agent_box, step, slot, cam_extr, cam)
+    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
+    basis = camera_basis(yaw, cam_extr[cam, 4])
     view_origin_out[v] = o
     view_basis_out[v] = basis
     view_step_out[v] = step
     view_world_out[v] = world
-    view_ground_out[v] = ez
+    view_ground_out[v] = agent_box[step, slot, 2]
 
     n = int(0)
     # Agents of the ego's world (never the ego itself, never another world's).
@@ -327,14 +429,7 @@ def gather_views(
             continue
         if solo_slot >= 0 and s != solo_slot:
             continue
-        if agent_box[step, s, 7] < 0.0:
-            continue
-        bl = agent_box[step, s, 4]
-        bw = agent_box[step, s, 5]
-        bh = agent_box[step, s, 6]
-        c = wp.vec3(agent_box[step, s, 0], agent_box[step, s, 1], agent_box[step, s, 2] + 0.5 * bh)
-        rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
-        b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+        b = agent_bound(agent_box, step, s, o, basis, focal, cx, cy, width, height, near, far)
         if b >= 0.0:
             n = candidate_add(
                 mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
@@ -345,14 +440,7 @@ def gather_views(
     for s in range(p0, p0 + parked_per_world):
         if solo_slot >= 0 and s != solo_slot:
             continue
-        if agent_box[step, s, 7] < 0.0:
-            continue
-        bl = agent_box[step, s, 4]
-        bw = agent_box[step, s, 5]
-        bh = agent_box[step, s, 6]
-        c = wp.vec3(agent_box[step, s, 0], agent_box[step, s, 1], agent_box[step, s, 2] + 0.5 * bh)
-        rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
-        b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+        b = agent_bound(agent_box, step, s, o, basis, focal, cx, cy, width, height, near, far)
         if b >= 0.0:
             n = candidate_add(
                 mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
@@ -366,42 +454,21 @@ def gather_views(
 
     # Static primitives from the grid cells under the horizontal field of view.
     m = world_map[world]
-    half = wp.max(wp.atan(cx / focal), wp.atan((width - cx) / focal))
-    box = sector_extent(o, yaw, wp.min(half, 0.5 * wp.pi), far)
-    org = map_grid_origin[m]
     nx = map_grid_dims[m, 0]
-    ny = map_grid_dims[m, 1]
-    qx0 = wp.clamp(int(wp.floor((box[0] - org[0]) / cell_size)), 0, nx - 1)
-    qy0 = wp.clamp(int(wp.floor((box[1] - org[1]) / cell_size)), 0, ny - 1)
-    qx1 = wp.clamp(int(wp.floor((box[2] - org[0]) / cell_size)), 0, nx - 1)
-    qy1 = wp.clamp(int(wp.floor((box[3] - org[1]) / cell_size)), 0, ny - 1)
+    q = grid_query(o, yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
     base = map_cell_base[m]
-    for gy in range(qy0, qy1 + 1):
-        for gx in range(qx0, qx1 + 1):
+    for gy in range(q[1], q[3] + 1):
+        for gx in range(q[0], q[2] + 1):
             cell = base + gy * nx + gx
             for e in range(cell_start[cell], cell_start[cell + 1]):
                 # Visit a primitive only in the first cell of the query it overlaps.
-                if gx != wp.max(entry_min_cell[e, 0], qx0) or gy != wp.max(entry_min_cell[e, 1], qy0):
+                if gx != wp.max(entry_min_cell[e, 0], q[0]) or gy != wp.max(entry_min_cell[e, 1], q[1]):
                     continue
                 ref = entry_ref[e]
-                kind = ref >> _REF_SHIFT
-                i = ref & _REF_MASK
-                c = wp.vec3(0.0)
-                rad = float(0.0)
-                if kind == _REF_LINE:
-                    c = 0.5 * (line_a[i] + line_b[i])
-                    rad = 0.5 * wp.length(line_b[i] - line_a[i]) + line_half_width[i]
-                elif kind == _REF_WALL:
-                    hl = 0.5 * wp.length(wall_b[i] - wall_a[i])
-                    hh = 0.5 * wall_height[i]
-                    c = 0.5 * (wall_a[i] + wall_b[i]) + wp.vec3(0.0, 0.0, hh)
-                    rad = wp.sqrt(hl * hl + hh * hh)
-                else:
-                    if light_visibility(light_pos[i], light_heading[i], o) <= 0.0:
-                        continue
-                    c = light_pos[i]
-                    rad = _LIGHT_RADIUS
-                b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+                b = static_bound(
+                    ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
+                    o, basis, focal, cx, cy, width, height, near, far,
+                )  # fmt: skip
                 if b >= 0.0:
                     n = candidate_add(
                         mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
@@ -411,6 +478,174 @@ def gather_views(
     if mode == 0:
         cand_count_out[v] = n
     list_count_out[v] = wp.min(n, capacity)
+
+AGENT_PART = 32
+"""Snapshot rows (world agents, then parked cars) per thread of `gather_parts`."""
+_AGENT_PART = wp.constant(AGENT_PART)
+CELL_PART = 4
+"""Grid cells of one query row per thread of `gather_parts`."""
+_CELL_PART = wp.constant(CELL_PART)
+
+
+@wp.kernel
+def gather_parts(
+    # snapshot history and requests
+    agent_box: wp.array3d(dtype=wp.float32),
+    requests: wp.array2d(dtype=wp.int32),
+    request_offset: int,
+    # rig
+    cam_extr: wp.array2d(dtype=wp.float32),
+    num_cams: int,
+    focal: float,
+    cx: float,
+    cy: float,
+    width: float,
+    height: float,
+    near: float,
+    far: float,
+    # layout
+    slot_world: wp.array(dtype=wp.int32),
+    world_map: wp.array(dtype=wp.int32),
+    world_slot_start: wp.array(dtype=wp.int32),
+    world_slot_count: wp.array(dtype=wp.int32),
+    num_slots: int,
+    parked_per_world: int,
+    # static scene
+    line_a: wp.array(dtype=wp.vec3),
+    line_b: wp.array(dtype=wp.vec3),
+    line_half_width: wp.array(dtype=wp.float32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    light_pos: wp.array(dtype=wp.vec3),
+    light_heading: wp.array(dtype=wp.float32),
+    map_grid_origin: wp.array(dtype=wp.vec2),
+    map_grid_dims: wp.array2d(dtype=wp.int32),
+    map_cell_base: wp.array(dtype=wp.int32),
+    cell_start: wp.array(dtype=wp.int32),
+    entry_ref: wp.array(dtype=wp.int32),
+    entry_min_cell: wp.array2d(dtype=wp.int32),
+    cell_size: float,
+    # parts per view: ``agent_parts`` blocks of AGENT_PART snapshot rows, then the grid query's
+    # rows, each cut into ``col_parts`` runs of CELL_PART cells (row-major)
+    agent_parts: int,
+    col_parts: int,
+    capacity: int,
+    view_base: int,
+    # write = 0 counts each part's candidates into part_count; write = 1 (same tests again)
+    # appends them at the part's offset, so the buffer holds them in serial gather order
+    write: int,
+    part_count: wp.array2d(dtype=wp.int32),
+    # outputs
+    cand_ref_out: wp.array2d(dtype=wp.int32),
+    cand_bound_out: wp.array2d(dtype=wp.float32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    list_count_out: wp.array(dtype=wp.int32),
+    view_origin_out: wp.array(dtype=wp.vec3),
+    view_basis_out: wp.array(dtype=wp.mat33),
+    view_step_out: wp.array(dtype=wp.int32),
+    view_world_out: wp.array(dtype=wp.int32),
+    view_ground_out: wp.array(dtype=wp.float32),
+):
+    """Thread per (view, part): `gather_views` mode 0 cut into independent parts.
+
+    The parts in order visit exactly what the serial gather visits, in its order (world
+    agents, parked cars, grid cells row by row), so the candidate buffer (and everything
+    downstream) is the serial one's, from ~50 threads per view instead of one.
+    """
+    tid = wp.tid()
+    parts = part_count.shape[1]
+    v = view_base + tid / parts
+    part = tid - (tid / parts) * parts
+    cand_cap = cand_ref_out.shape[1]
+    offset = int(0)
+    if write == 0:
+        part_count[v, part] = 0
+    else:
+        total = int(0)
+        for p in range(parts):
+            c = part_count[v, p]
+            if p < part:
+                offset += c
+            total += c
+        if part == 0:
+            cand_count_out[v] = total
+            list_count_out[v] = wp.min(total, capacity)
+    r = request_offset + v / num_cams
+    cam = v - (v / num_cams) * num_cams
+    step = requests[r, 0]
+    slot = requests[r, 1]
+    valid = int(1)
+    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= num_slots:
+        valid = 0
+    elif agent_box[step, slot, 7] < 0.0:
+        valid = 0
+    if valid == 0:
+        if part == 0 and write == 0:
+            view_world_out[v] = -1
+            view_step_out[v] = 0
+        return
+    world = slot_world[slot]
+    o = camera_origin(agent_box, step, slot, cam_extr, cam)
+    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
+    basis = camera_basis(yaw, cam_extr[cam, 4])
+    if part == 0 and write == 0:
+        view_origin_out[v] = o
+        view_basis_out[v] = basis
+        view_step_out[v] = step
+        view_world_out[v] = world
+        view_ground_out[v] = agent_box[step, slot, 2]
+    n = int(0)
+    if part < agent_parts:
+        base = part * _AGENT_PART
+        n_agents = world_slot_count[world]
+        for j in range(_AGENT_PART):
+            a = base + j
+            s = int(-1)
+            if a < n_agents:
+                s = world_slot_start[world] + a
+            elif a < n_agents + parked_per_world:
+                s = num_slots + world * parked_per_world + (a - n_agents)
+            if s < 0:
+                break
+            if s == slot:
+                continue
+            b = agent_bound(agent_box, step, s, o, basis, focal, cx, cy, width, height, near, far)
+            if b >= 0.0:
+                if write == 1 and offset + n < cand_cap:
+                    cand_ref_out[v, offset + n] = (_REF_AGENT << _REF_SHIFT) | s
+                    cand_bound_out[v, offset + n] = b
+                n += 1
+        if write == 0:
+            part_count[v, part] = n
+        return
+    m = world_map[world]
+    nx = map_grid_dims[m, 0]
+    q = grid_query(o, yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
+    row = (part - agent_parts) / col_parts
+    gy = q[1] + row
+    gx0 = q[0] + (part - agent_parts - row * col_parts) * _CELL_PART
+    if gy > q[3] or gx0 > q[2]:
+        return
+    cbase = map_cell_base[m]
+    for gx in range(gx0, wp.min(gx0 + _CELL_PART, q[2] + 1)):
+        cell = cbase + gy * nx + gx
+        for e in range(cell_start[cell], cell_start[cell + 1]):
+            # Visit a primitive only in the first cell of the query it overlaps.
+            if gx != wp.max(entry_min_cell[e, 0], q[0]) or gy != wp.max(entry_min_cell[e, 1], q[1]):
+                continue
+            ref = entry_ref[e]
+            b = static_bound(
+                ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
+                o, basis, focal, cx, cy, width, height, near, far,
+            )  # fmt: skip
+            if b >= 0.0:
+                if write == 1 and offset + n < cand_cap:
+                    cand_ref_out[v, offset + n] = ref
+                    cand_bound_out[v, offset + n] = b
+                n += 1
+    if write == 0:
+        part_count[v, part] = n
 
 
 @wp.kernel

@@ -75,6 +75,8 @@ class Renderer:
         self._cand_capacity = max(2 * self.list_capacity, 512)
         # Raster thread order: 1 = pixels grouped by 8x8 screen tile (coherent list walks).
         self._tile_major = 1
+        # Pass 1 of the cull over (view, part) threads (1) or one thread per view (0).
+        self._parallel_gather = 1
         # Tile binning: 2 = screen rectangle and outline edges, 1 = rectangle, 0 = every tile.
         self._bin_mode = 2
         # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
@@ -297,31 +299,46 @@ class Renderer:
         cx, cy = self.rig.principal
         width, height = float(self.rig.width), float(self.rig.height)
         k, cand = self.list_capacity, self._cand_capacity
+        gather_args = [
+            self._slot_world, self._world_map, self._world_slot_start, self._world_slot_count,
+            self.layout.num_slots, self.layout.parked_per_world,
+            self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
+            self._light_pos, self._light_heading,
+            self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
+            self._entry_ref, self._entry_min_cell, sc.cell_size,
+        ]  # fmt: skip
+        rig_args = [self._cam_extr(), self.rig.num_cameras, focal, cx, cy, width, height, self.rig.near, self.rig.far]
+        view_outputs = [self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground]
+        if solo_slot < 0 and self._parallel_gather:
+            # Pass 1 over (view, part) threads: count, then write at the parts' offsets.
+            agent_parts, col_parts, parts = self._gather_parts()
+            part_count = self._part_count(views, parts)
+            for write in (0, 1):
+                for base, count in self._launch_ranges(views, parts):
+                    wp.launch(
+                        kernels.gather_parts,
+                        dim=count * parts,
+                        inputs=[
+                            agent_box, requests, start, *rig_args, *gather_args,
+                            agent_parts, col_parts, k, base, write, part_count,
+                        ],
+                        outputs=[self._cand_ref, self._cand_bound, self._cand_count, self._list_count, *view_outputs],
+                        device=self.device,
+                    )  # fmt: skip
         for mode in (0, 1):
-            # Mode 0 gathers every view unsorted; mode 1 re-gathers, sorted, only the views whose
-            # candidates overflowed the buffer (their threads return at once otherwise).
-            wp.launch(
-                kernels.gather_views,
-                dim=views,
-                inputs=[
-                    agent_box, requests, start,
-                    self._cam_extr(), self.rig.num_cameras, focal, cx, cy,
-                    width, height, self.rig.near, self.rig.far,
-                    self._slot_world, self._world_map, self._world_slot_start, self._world_slot_count,
-                    self.layout.num_slots, self.layout.parked_per_world,
-                    self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
-                    self._light_pos, self._light_heading,
-                    self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
-                    self._entry_ref, self._entry_min_cell, sc.cell_size,
-                    solo_slot, k, cand, mode,
-                ],
-                outputs=[
-                    self._cand_ref, self._cand_bound, self._cand_count,
-                    self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
-                    self._list_ref, self._list_bound, self._list_count,
-                ],
-                device=self.device,
-            )  # fmt: skip
+            # Mode 0 gathers every view unsorted (unless the parts did); mode 1 re-gathers, sorted,
+            # only the views whose candidates overflowed the buffer (their threads return at once).
+            if mode == 1 or solo_slot >= 0 or not self._parallel_gather:
+                wp.launch(
+                    kernels.gather_views,
+                    dim=views,
+                    inputs=[agent_box, requests, start, *rig_args, *gather_args, solo_slot, k, cand, mode],
+                    outputs=[
+                        self._cand_ref, self._cand_bound, self._cand_count, *view_outputs,
+                        self._list_ref, self._list_bound, self._list_count,
+                    ],
+                    device=self.device,
+                )  # fmt: skip
             if mode == 0:
                 for base, count in self._launch_ranges(views, cand):
                     wp.launch(
@@ -360,6 +377,21 @@ class Renderer:
                 outputs=[mask],
                 device=self.device,
             )
+
+    def _gather_parts(self) -> tuple[int, int, int]:
+        """(agent parts, parts per grid row, parts per view) of the parallel gather."""
+        lay = self.layout
+        rows_per_view = int(np.max(lay.world_slot_count, initial=0)) + lay.parked_per_world
+        agent_parts = max(1, -(-rows_per_view // kernels.AGENT_PART))
+        span = int(2.0 * self.rig.far / self.scene.cell_size) + 2  # cells a sector of radius far spans
+        col_parts = -(-span // kernels.CELL_PART)
+        return agent_parts, col_parts, agent_parts + span * col_parts
+
+    def _part_count(self, views: int, parts: int) -> wp.array:
+        pc = getattr(self, "_part_counts", None)
+        if pc is None or pc.shape[0] < views or pc.shape[1] != parts:
+            self._part_counts = wp.zeros((views, parts), dtype=wp.int32, device=self.device)
+        return self._part_counts
 
     def _clip_x(self) -> float:
         """Camera-plane depth (m) below which no pixel ray can reach ``near``: half the near
