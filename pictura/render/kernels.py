@@ -3,24 +3,27 @@
 One Warp module (one compile). A *view* is one (request, camera) pair; views of a chunk are
 numbered ``v = (request - request_offset) * C + camera``.
 
-1. `gather_views` (thread per view): builds the camera basis from the ego's box, gathers the
-   world's agents and the map's static primitives from the grid cells under the camera's
-   horizontal field of view (a sector of radius ``far``), rejects those outside the frustum with
-   a bounding-sphere test and appends the survivors, unsorted, to a per-view candidate buffer
-   with a lower bound on their ray distance (mode 0). Views with more candidates than the
-   buffer holds are redone in mode 1 with a bounded, stable insertion sort (the farthest drop).
+1. `gather_parts` (thread per (view, part)): builds the camera basis from the ego's box and
+   gathers, per part, a block of snapshot rows (the world's agents, its parked cars) or a run of
+   grid cells of one row under the camera's horizontal field of view (a sector of radius
+   ``far``); rejects what lies outside the frustum with a bounding-sphere test. Run twice
+   (count, then write at the part's offset) it fills a per-view candidate buffer, with a lower
+   bound on each candidate's ray distance, exactly as the serial `gather_views` (thread per
+   view, mode 0) does. Views with more candidates than the buffer holds are redone by
+   `gather_views` mode 1 with a bounded, stable insertion sort (the farthest drop).
 2. `rank_candidates` (thread per candidate): scatters each candidate to its rank by
    (bound, gather order) and keeps the ``K`` nearest: the same list the insertion sort builds,
    but with no O(K) shifting in global memory and with ``cand_cap`` times more threads.
-3. `entry_tiles` (thread per list entry) projects each entry's corners to a screen rectangle;
+3. `entry_setup` (thread per list entry) writes the entry's camera-relative record (all the
+   per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines);
    `bin_tiles` (thread per (view, tile, 32 entries)) sets one bit per (tile, entry) for the
-   ``TILE_PX``-square screen tiles the entry may touch.
+   ``TILE_PX``-square screen tiles the outline may touch.
 4. `raster_views` (thread per output pixel, pixels grouped by screen tile): casts ``s x s``
-   rays (``s`` = supersample) through the pixel, walks its tile's entries front to back into a
-   4-slot depth-sorted fragment buffer, stops once the next primitive's bound lies behind an
-   opaque fragment, then composites the fragments front to back over ground or sky. Coverage
-   is analytic: the signed distance (m) of the ray's hit point to the primitive's edge divided
-   by the pixel footprint at that depth.
+   rays (``s`` = supersample) through the pixel, tests its tile's entries front to back from
+   their records into a 4-slot depth-sorted fragment buffer, stops once the next primitive's
+   bound lies behind an opaque fragment, then composites the fragments front to back over
+   ground or sky. Coverage is analytic: the signed distance (m) of the ray's hit point to the
+   primitive's edge divided by the pixel footprint at that depth.
 
 Per-view-parallel kernels take a ``view_base`` so a chunk can be split into launches of fewer
 than 2^31 threads (Warp's limit on one launch).
@@ -49,6 +52,10 @@ from pictura.render.scene import REF_AGENT, REF_INDEX_MASK, REF_LIGHT, REF_LINE,
 
 vec5 = wp.types.vector(length=5, dtype=wp.float32)
 """A fragment: t (m along the unit ray), r, g, b, alpha."""
+vec8 = wp.types.vector(length=8, dtype=wp.float32)
+
+# Forward-only kernels: no adjoint code (halves compile time and code size).
+wp.set_module_options({"enable_backward": False})
 
 _REF_AGENT = wp.constant(REF_AGENT)
 _REF_LINE = wp.constant(REF_LINE)
@@ -68,6 +75,12 @@ _TILE = wp.constant(TILE_PX)
 _FULL = wp.constant(1.0e9)
 _OPAQUE = wp.constant(0.999)
 _FAR_FADE = wp.constant(0.15)
+BIN_MARGIN_PX = 1.5
+"""Screen margin (px) around a primitive's projected outline when binning it to tiles."""
+_MARGIN = wp.constant(BIN_MARGIN_PX)
+_EDGES = wp.constant(4)
+REC_WORDS = 3
+"""vec4 words of one (view, list entry) record (`entry_setup`)."""
 
 
 @wp.func
@@ -208,28 +221,58 @@ def sector_extent(o: wp.vec3, yaw: float, half: float, far: float) -> wp.vec4:
     return wp.vec4(lo_x, lo_y, hi_x, hi_y)
 
 
-@wp.func
-def rect_extend(
-    rect: wp.vec4, p: wp.vec3, o: wp.vec3, basis: wp.mat33, focal: float, cx: float, cy: float, near: float
-) -> wp.vec4:
-    """Grow the screen rectangle (umin, vmin, umax, vmax) by the projection of world point p.
 
-    A point behind the near plane makes the rectangle the whole screen (conservative: no clipping).
-    """
-    rel = p - o
-    xc = wp.dot(rel, basis[0])
-    if xc < near:
-        return wp.vec4(-_FULL, -_FULL, _FULL, _FULL)
-    u = cx - focal * wp.dot(rel, basis[1]) / xc
-    w = cy - focal * wp.dot(rel, basis[2]) / xc
-    return wp.vec4(wp.min(rect[0], u), wp.min(rect[1], w), wp.max(rect[2], u), wp.max(rect[3], w))
+@wp.func
+def camera_origin(agent_box: wp.array3d(dtype=wp.float32), step: int, slot: int, cam_extr: wp.array2d(dtype=wp.float32), cam: int) -> wp.vec3:
+    """World position of camera ``cam`` mounted on ego ``slot``."""
+    ch = wp.cos(agent_box[step, slot, 3])
+    sh = wp.sin(agent_box[step, slot, 3])
+    mx = cam_extr[cam, 0]
+    my = cam_extr[cam, 1]
+    return wp.vec3(
+        agent_box[step, slot, 0] + ch * mx - sh * my, agent_box[step, slot, 1] + sh * mx + ch * my,
+        agent_box[step, slot, 2] + cam_extr[cam, 2],
+    )  # fmt: skip
 
 
 @wp.func
-def entry_rect(
-    ref: int,
-    step: int,
+def camera_basis(yaw: float, pitch: float) -> wp.mat33:
+    """Rows: forward, left, up (world frame)."""
+    fwd = wp.vec3(wp.cos(pitch) * wp.cos(yaw), wp.cos(pitch) * wp.sin(yaw), -wp.sin(pitch))
+    left = wp.vec3(-wp.sin(yaw), wp.cos(yaw), 0.0)
+    up = wp.cross(fwd, left)
+    return wp.mat33(fwd[0], fwd[1], fwd[2], left[0], left[1], left[2], up[0], up[1], up[2])
+
+
+@wp.func
+def agent_bound(
     agent_box: wp.array3d(dtype=wp.float32),
+    step: int,
+    s: int,
+    o: wp.vec3,
+    basis: wp.mat33,
+    focal: float,
+    cx: float,
+    cy: float,
+    width: float,
+    height: float,
+    near: float,
+    far: float,
+) -> float:
+    """Candidate bound of snapshot row ``s`` (agent or parked car), -1 if empty or culled."""
+    if agent_box[step, s, 7] < 0.0:
+        return -1.0
+    bl = agent_box[step, s, 4]
+    bw = agent_box[step, s, 5]
+    bh = agent_box[step, s, 6]
+    c = wp.vec3(agent_box[step, s, 0], agent_box[step, s, 1], agent_box[step, s, 2] + 0.5 * bh)
+    rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
+    return sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+
+
+@wp.func
+def static_bound(
+    ref: int,
     line_a: wp.array(dtype=wp.vec3),
     line_b: wp.array(dtype=wp.vec3),
     line_half_width: wp.array(dtype=wp.float32),
@@ -237,53 +280,60 @@ def entry_rect(
     wall_b: wp.array(dtype=wp.vec3),
     wall_height: wp.array(dtype=wp.float32),
     light_pos: wp.array(dtype=wp.vec3),
+    light_heading: wp.array(dtype=wp.float32),
     o: wp.vec3,
     basis: wp.mat33,
     focal: float,
     cx: float,
     cy: float,
+    width: float,
+    height: float,
     near: float,
-) -> wp.vec4:
-    """Screen bounding rectangle (px) of a list entry, from its projected corners."""
+    far: float,
+) -> float:
+    """Candidate bound of a static primitive (line, wall, light), -1 if culled."""
     kind = ref >> _REF_SHIFT
     i = ref & _REF_MASK
-    rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
-    if kind == _REF_AGENT:
-        ca = wp.cos(agent_box[step, i, 3])
-        sa = wp.sin(agent_box[step, i, 3])
-        hl = 0.5 * agent_box[step, i, 4]
-        hw = 0.5 * agent_box[step, i, 5]
-        for c in range(8):
-            lx = hl * (2.0 * float(c % 2) - 1.0)
-            ly = hw * (2.0 * float((c / 2) % 2) - 1.0)
-            lz = agent_box[step, i, 6] * float(c / 4)
-            p = wp.vec3(
-                agent_box[step, i, 0] + ca * lx - sa * ly, agent_box[step, i, 1] + sa * lx + ca * ly,
-                agent_box[step, i, 2] + lz,
-            )  # fmt: skip
-            rect = rect_extend(rect, p, o, basis, focal, cx, cy, near)
-    elif kind == _REF_LINE:
-        a = line_a[i]
-        b = line_b[i]
-        n = wp.normalize(wp.vec3(a[1] - b[1], b[0] - a[0], 0.0)) * line_half_width[i]
-        rect = rect_extend(rect, a + n, o, basis, focal, cx, cy, near)
-        rect = rect_extend(rect, a - n, o, basis, focal, cx, cy, near)
-        rect = rect_extend(rect, b + n, o, basis, focal, cx, cy, near)
-        rect = rect_extend(rect, b - n, o, basis, focal, cx, cy, near)
+    c = wp.vec3(0.0)
+    rad = float(0.0)
+    if kind == _REF_LINE:
+        c = 0.5 * (line_a[i] + line_b[i])
+        rad = 0.5 * wp.length(line_b[i] - line_a[i]) + line_half_width[i]
     elif kind == _REF_WALL:
-        hz = wp.vec3(0.0, 0.0, wall_height[i])
-        rect = rect_extend(rect, wall_a[i], o, basis, focal, cx, cy, near)
-        rect = rect_extend(rect, wall_b[i], o, basis, focal, cx, cy, near)
-        rect = rect_extend(rect, wall_a[i] + hz, o, basis, focal, cx, cy, near)
-        rect = rect_extend(rect, wall_b[i] + hz, o, basis, focal, cx, cy, near)
+        hl = 0.5 * wp.length(wall_b[i] - wall_a[i])
+        hh = 0.5 * wall_height[i]
+        c = 0.5 * (wall_a[i] + wall_b[i]) + wp.vec3(0.0, 0.0, hh)
+        rad = wp.sqrt(hl * hl + hh * hh)
     else:
-        for c in range(8):
-            ang = 0.25 * wp.pi * float(c)
-            # A sphere-ish bound of the disk: any orientation, radius R.
-            p = light_pos[i] + _LIGHT_RADIUS * wp.vec3(wp.cos(ang), wp.sin(ang), 0.0)
-            rect = rect_extend(rect, p + wp.vec3(0.0, 0.0, _LIGHT_RADIUS), o, basis, focal, cx, cy, near)
-            rect = rect_extend(rect, p - wp.vec3(0.0, 0.0, _LIGHT_RADIUS), o, basis, focal, cx, cy, near)
-    return rect
+        if light_visibility(light_pos[i], light_heading[i], o) <= 0.0:
+            return -1.0
+        c = light_pos[i]
+        rad = _LIGHT_RADIUS
+    return sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+
+
+@wp.func
+def grid_query(
+    o: wp.vec3,
+    yaw: float,
+    focal: float,
+    cx: float,
+    width: float,
+    far: float,
+    org: wp.vec2,
+    nx: int,
+    ny: int,
+    cell_size: float,
+) -> wp.vec4i:
+    """Cell rectangle (qx0, qy0, qx1, qy1), inclusive, under the camera's horizontal field of view."""
+    half = wp.max(wp.atan(cx / focal), wp.atan((width - cx) / focal))
+    box = sector_extent(o, yaw, wp.min(half, 0.5 * wp.pi), far)
+    return wp.vec4i(
+        wp.clamp(int(wp.floor((box[0] - org[0]) / cell_size)), 0, nx - 1),
+        wp.clamp(int(wp.floor((box[1] - org[1]) / cell_size)), 0, ny - 1),
+        wp.clamp(int(wp.floor((box[2] - org[0]) / cell_size)), 0, nx - 1),
+        wp.clamp(int(wp.floor((box[3] - org[1]) / cell_size)), 0, ny - 1),
+    )
 
 
 @wp.kernel
@@ -365,26 +415,14 @@ def gather_views(
     if agent_box[step, slot, 7] < 0.0:
         return
     world = slot_world[slot]
-    ex = agent_box[step, slot, 0]
-    ey = agent_box[step, slot, 1]
-    ez = agent_box[step, slot, 2]
-    eh = agent_box[step, slot, 3]
-    ch = wp.cos(eh)
-    sh = wp.sin(eh)
-    mx = cam_extr[cam, 0]
-    my = cam_extr[cam, 1]
-    o = wp.vec3(ex + ch * mx - sh * my, ey + sh * mx + ch * my, ez + cam_extr[cam, 2])
-    yaw = eh + cam_extr[cam, 3]
-    pitch = cam_extr[cam, 4]
-    fwd = wp.vec3(wp.cos(pitch) * wp.cos(yaw), wp.cos(pitch) * wp.sin(yaw), -wp.sin(pitch))
-    left = wp.vec3(-wp.sin(yaw), wp.cos(yaw), 0.0)
-    up = wp.cross(fwd, left)
-    basis = wp.mat33(fwd[0], fwd[1], fwd[2], left[0], left[1], left[2], up[0], up[1], up[2])
+    o = camera_origin(agent_box, step, slot, cam_extr, cam)
+    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
+    basis = camera_basis(yaw, cam_extr[cam, 4])
     view_origin_out[v] = o
     view_basis_out[v] = basis
     view_step_out[v] = step
     view_world_out[v] = world
-    view_ground_out[v] = ez
+    view_ground_out[v] = agent_box[step, slot, 2]
 
     n = int(0)
     # Agents of the ego's world (never the ego itself, never another world's).
@@ -394,14 +432,7 @@ def gather_views(
             continue
         if solo_slot >= 0 and s != solo_slot:
             continue
-        if agent_box[step, s, 7] < 0.0:
-            continue
-        bl = agent_box[step, s, 4]
-        bw = agent_box[step, s, 5]
-        bh = agent_box[step, s, 6]
-        c = wp.vec3(agent_box[step, s, 0], agent_box[step, s, 1], agent_box[step, s, 2] + 0.5 * bh)
-        rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
-        b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+        b = agent_bound(agent_box, step, s, o, basis, focal, cx, cy, width, height, near, far)
         if b >= 0.0:
             n = candidate_add(
                 mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
@@ -412,14 +443,7 @@ def gather_views(
     for s in range(p0, p0 + parked_per_world):
         if solo_slot >= 0 and s != solo_slot:
             continue
-        if agent_box[step, s, 7] < 0.0:
-            continue
-        bl = agent_box[step, s, 4]
-        bw = agent_box[step, s, 5]
-        bh = agent_box[step, s, 6]
-        c = wp.vec3(agent_box[step, s, 0], agent_box[step, s, 1], agent_box[step, s, 2] + 0.5 * bh)
-        rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
-        b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+        b = agent_bound(agent_box, step, s, o, basis, focal, cx, cy, width, height, near, far)
         if b >= 0.0:
             n = candidate_add(
                 mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
@@ -433,42 +457,21 @@ def gather_views(
 
     # Static primitives from the grid cells under the horizontal field of view.
     m = world_map[world]
-    half = wp.max(wp.atan(cx / focal), wp.atan((width - cx) / focal))
-    box = sector_extent(o, yaw, wp.min(half, 0.5 * wp.pi), far)
-    org = map_grid_origin[m]
     nx = map_grid_dims[m, 0]
-    ny = map_grid_dims[m, 1]
-    qx0 = wp.clamp(int(wp.floor((box[0] - org[0]) / cell_size)), 0, nx - 1)
-    qy0 = wp.clamp(int(wp.floor((box[1] - org[1]) / cell_size)), 0, ny - 1)
-    qx1 = wp.clamp(int(wp.floor((box[2] - org[0]) / cell_size)), 0, nx - 1)
-    qy1 = wp.clamp(int(wp.floor((box[3] - org[1]) / cell_size)), 0, ny - 1)
+    q = grid_query(o, yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
     base = map_cell_base[m]
-    for gy in range(qy0, qy1 + 1):
-        for gx in range(qx0, qx1 + 1):
+    for gy in range(q[1], q[3] + 1):
+        for gx in range(q[0], q[2] + 1):
             cell = base + gy * nx + gx
             for e in range(cell_start[cell], cell_start[cell + 1]):
                 # Visit a primitive only in the first cell of the query it overlaps.
-                if gx != wp.max(entry_min_cell[e, 0], qx0) or gy != wp.max(entry_min_cell[e, 1], qy0):
+                if gx != wp.max(entry_min_cell[e, 0], q[0]) or gy != wp.max(entry_min_cell[e, 1], q[1]):
                     continue
                 ref = entry_ref[e]
-                kind = ref >> _REF_SHIFT
-                i = ref & _REF_MASK
-                c = wp.vec3(0.0)
-                rad = float(0.0)
-                if kind == _REF_LINE:
-                    c = 0.5 * (line_a[i] + line_b[i])
-                    rad = 0.5 * wp.length(line_b[i] - line_a[i]) + line_half_width[i]
-                elif kind == _REF_WALL:
-                    hl = 0.5 * wp.length(wall_b[i] - wall_a[i])
-                    hh = 0.5 * wall_height[i]
-                    c = 0.5 * (wall_a[i] + wall_b[i]) + wp.vec3(0.0, 0.0, hh)
-                    rad = wp.sqrt(hl * hl + hh * hh)
-                else:
-                    if light_visibility(light_pos[i], light_heading[i], o) <= 0.0:
-                        continue
-                    c = light_pos[i]
-                    rad = _LIGHT_RADIUS
-                b = sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
+                b = static_bound(
+                    ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
+                    o, basis, focal, cx, cy, width, height, near, far,
+                )  # fmt: skip
                 if b >= 0.0:
                     n = candidate_add(
                         mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
@@ -478,6 +481,174 @@ def gather_views(
     if mode == 0:
         cand_count_out[v] = n
     list_count_out[v] = wp.min(n, capacity)
+
+AGENT_PART = 32
+"""Snapshot rows (world agents, then parked cars) per thread of `gather_parts`."""
+_AGENT_PART = wp.constant(AGENT_PART)
+CELL_PART = 4
+"""Grid cells of one query row per thread of `gather_parts`."""
+_CELL_PART = wp.constant(CELL_PART)
+
+
+@wp.kernel
+def gather_parts(
+    # snapshot history and requests
+    agent_box: wp.array3d(dtype=wp.float32),
+    requests: wp.array2d(dtype=wp.int32),
+    request_offset: int,
+    # rig
+    cam_extr: wp.array2d(dtype=wp.float32),
+    num_cams: int,
+    focal: float,
+    cx: float,
+    cy: float,
+    width: float,
+    height: float,
+    near: float,
+    far: float,
+    # layout
+    slot_world: wp.array(dtype=wp.int32),
+    world_map: wp.array(dtype=wp.int32),
+    world_slot_start: wp.array(dtype=wp.int32),
+    world_slot_count: wp.array(dtype=wp.int32),
+    num_slots: int,
+    parked_per_world: int,
+    # static scene
+    line_a: wp.array(dtype=wp.vec3),
+    line_b: wp.array(dtype=wp.vec3),
+    line_half_width: wp.array(dtype=wp.float32),
+    wall_a: wp.array(dtype=wp.vec3),
+    wall_b: wp.array(dtype=wp.vec3),
+    wall_height: wp.array(dtype=wp.float32),
+    light_pos: wp.array(dtype=wp.vec3),
+    light_heading: wp.array(dtype=wp.float32),
+    map_grid_origin: wp.array(dtype=wp.vec2),
+    map_grid_dims: wp.array2d(dtype=wp.int32),
+    map_cell_base: wp.array(dtype=wp.int32),
+    cell_start: wp.array(dtype=wp.int32),
+    entry_ref: wp.array(dtype=wp.int32),
+    entry_min_cell: wp.array2d(dtype=wp.int32),
+    cell_size: float,
+    # parts per view: ``agent_parts`` blocks of AGENT_PART snapshot rows, then the grid query's
+    # rows, each cut into ``col_parts`` runs of CELL_PART cells (row-major)
+    agent_parts: int,
+    col_parts: int,
+    capacity: int,
+    view_base: int,
+    # write = 0 counts each part's candidates into part_count; write = 1 (same tests again)
+    # appends them at the part's offset, so the buffer holds them in serial gather order
+    write: int,
+    part_count: wp.array2d(dtype=wp.int32),
+    # outputs
+    cand_ref_out: wp.array2d(dtype=wp.int32),
+    cand_bound_out: wp.array2d(dtype=wp.float32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    list_count_out: wp.array(dtype=wp.int32),
+    view_origin_out: wp.array(dtype=wp.vec3),
+    view_basis_out: wp.array(dtype=wp.mat33),
+    view_step_out: wp.array(dtype=wp.int32),
+    view_world_out: wp.array(dtype=wp.int32),
+    view_ground_out: wp.array(dtype=wp.float32),
+):
+    """Thread per (view, part): `gather_views` mode 0 cut into independent parts.
+
+    The parts in order visit exactly what the serial gather visits, in its order (world
+    agents, parked cars, grid cells row by row), so the candidate buffer (and everything
+    downstream) is the serial one's, from ~50 threads per view instead of one.
+    """
+    tid = wp.tid()
+    parts = part_count.shape[1]
+    v = view_base + tid / parts
+    part = tid - (tid / parts) * parts
+    cand_cap = cand_ref_out.shape[1]
+    offset = int(0)
+    if write == 0:
+        part_count[v, part] = 0
+    else:
+        total = int(0)
+        for p in range(parts):
+            c = part_count[v, p]
+            if p < part:
+                offset += c
+            total += c
+        if part == 0:
+            cand_count_out[v] = total
+            list_count_out[v] = wp.min(total, capacity)
+    r = request_offset + v / num_cams
+    cam = v - (v / num_cams) * num_cams
+    step = requests[r, 0]
+    slot = requests[r, 1]
+    valid = int(1)
+    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= num_slots:
+        valid = 0
+    elif agent_box[step, slot, 7] < 0.0:
+        valid = 0
+    if valid == 0:
+        if part == 0 and write == 0:
+            view_world_out[v] = -1
+            view_step_out[v] = 0
+        return
+    world = slot_world[slot]
+    o = camera_origin(agent_box, step, slot, cam_extr, cam)
+    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
+    basis = camera_basis(yaw, cam_extr[cam, 4])
+    if part == 0 and write == 0:
+        view_origin_out[v] = o
+        view_basis_out[v] = basis
+        view_step_out[v] = step
+        view_world_out[v] = world
+        view_ground_out[v] = agent_box[step, slot, 2]
+    n = int(0)
+    if part < agent_parts:
+        base = part * _AGENT_PART
+        n_agents = world_slot_count[world]
+        for j in range(_AGENT_PART):
+            a = base + j
+            s = int(-1)
+            if a < n_agents:
+                s = world_slot_start[world] + a
+            elif a < n_agents + parked_per_world:
+                s = num_slots + world * parked_per_world + (a - n_agents)
+            if s < 0:
+                break
+            if s == slot:
+                continue
+            b = agent_bound(agent_box, step, s, o, basis, focal, cx, cy, width, height, near, far)
+            if b >= 0.0:
+                if write == 1 and offset + n < cand_cap:
+                    cand_ref_out[v, offset + n] = (_REF_AGENT << _REF_SHIFT) | s
+                    cand_bound_out[v, offset + n] = b
+                n += 1
+        if write == 0:
+            part_count[v, part] = n
+        return
+    m = world_map[world]
+    nx = map_grid_dims[m, 0]
+    q = grid_query(o, yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
+    row = (part - agent_parts) / col_parts
+    gy = q[1] + row
+    gx0 = q[0] + (part - agent_parts - row * col_parts) * _CELL_PART
+    if gy > q[3] or gx0 > q[2]:
+        return
+    cbase = map_cell_base[m]
+    for gx in range(gx0, wp.min(gx0 + _CELL_PART, q[2] + 1)):
+        cell = cbase + gy * nx + gx
+        for e in range(cell_start[cell], cell_start[cell + 1]):
+            # Visit a primitive only in the first cell of the query it overlaps.
+            if gx != wp.max(entry_min_cell[e, 0], q[0]) or gy != wp.max(entry_min_cell[e, 1], q[1]):
+                continue
+            ref = entry_ref[e]
+            b = static_bound(
+                ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
+                o, basis, focal, cx, cy, width, height, near, far,
+            )  # fmt: skip
+            if b >= 0.0:
+                if write == 1 and offset + n < cand_cap:
+                    cand_ref_out[v, offset + n] = ref
+                    cand_bound_out[v, offset + n] = b
+                n += 1
+    if write == 0:
+        part_count[v, part] = n
 
 
 @wp.kernel
@@ -514,51 +685,291 @@ def rank_candidates(
         list_bound_out[v, rank] = b
 
 
+
+# ---- per-entry setup: camera-relative records and tight screen bins -----------------------
+
+
+@wp.func
+def cam_coords(p: wp.vec3, o: wp.vec3, basis: wp.mat33) -> wp.vec3:
+    """World point -> camera coordinates (x forward, y left, z up)."""
+    rel = p - o
+    return wp.vec3(wp.dot(rel, basis[0]), wp.dot(rel, basis[1]), wp.dot(rel, basis[2]))
+
+
+@wp.func
+def rect_add(rect: wp.vec4, c: wp.vec3, focal: float, cx: float, cy: float) -> wp.vec4:
+    """Grow the screen rectangle (umin, wmin, umax, wmax) by camera point c (c[0] > 0)."""
+    u = cx - focal * c[1] / c[0]
+    w = cy - focal * c[2] / c[0]
+    return wp.vec4(wp.min(rect[0], u), wp.min(rect[1], w), wp.max(rect[2], u), wp.max(rect[3], w))
+
+
+@wp.func
+def box_rect(
+    agent_box: wp.array3d(dtype=wp.float32),
+    step: int,
+    i: int,
+    o: wp.vec3,
+    basis: wp.mat33,
+    focal: float,
+    cx: float,
+    cy: float,
+    clip: float,
+) -> wp.vec4:
+    """Screen rectangle of a cuboid clipped to the camera plane x = clip (corners and edge crossings)."""
+    ca = wp.cos(agent_box[step, i, 3])
+    sa = wp.sin(agent_box[step, i, 3])
+    hl = 0.5 * agent_box[step, i, 4]
+    hw = 0.5 * agent_box[step, i, 5]
+    xs = vec8(0.0)
+    ys = vec8(0.0)
+    zs = vec8(0.0)
+    rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
+    for c in range(8):
+        lx = hl * (2.0 * float(c % 2) - 1.0)
+        ly = hw * (2.0 * float((c / 2) % 2) - 1.0)
+        lz = agent_box[step, i, 6] * float(c / 4)
+        p = wp.vec3(
+            agent_box[step, i, 0] + ca * lx - sa * ly, agent_box[step, i, 1] + sa * lx + ca * ly,
+            agent_box[step, i, 2] + lz,
+        )  # fmt: skip
+        q = cam_coords(p, o, basis)
+        xs[c] = q[0]
+        ys[c] = q[1]
+        zs[c] = q[2]
+        if q[0] >= clip:
+            rect = rect_add(rect, q, focal, cx, cy)
+    # The 12 edges join corners that differ in one index bit; add where they cross x = clip.
+    for c in range(8):
+        for e in range(3):
+            bit = 1 << e
+            if (c & bit) == 0:
+                c2 = c | bit
+                if (xs[c] >= clip) != (xs[c2] >= clip):
+                    s = (clip - xs[c]) / (xs[c2] - xs[c])
+                    q = wp.vec3(clip, ys[c] + s * (ys[c2] - ys[c]), zs[c] + s * (zs[c2] - zs[c]))
+                    rect = rect_add(rect, q, focal, cx, cy)
+    return rect
+
+
+@wp.func
+def quad_bin(
+    p0: wp.vec3,
+    p1: wp.vec3,
+    p2: wp.vec3,
+    p3: wp.vec3,
+    o: wp.vec3,
+    basis: wp.mat33,
+    focal: float,
+    cx: float,
+    cy: float,
+    clip: float,
+    v: int,
+    k: int,
+    edge_out: wp.array3d(dtype=wp.vec3),
+) -> wp.vec4:
+    """Screen rectangle and edge lines of a planar convex quad clipped to the plane x = clip.
+
+    The (up to 5-gon) clipped polygon projects to a convex polygon; its first ``_EDGES`` edges
+    are written as unit lines (a, b, c), inside where a u + b w + c >= 0 (any subset of a convex
+    polygon's edges bounds it, so dropping one stays conservative). Degenerate polygons
+    (seen edge-on) keep only the rectangle.
+    """
+    xq = wp.vec4(0.0)
+    yq = wp.vec4(0.0)
+    zq = wp.vec4(0.0)
+    for i in range(4):
+        p = p0
+        if i == 1:
+            p = p1
+        elif i == 2:
+            p = p2
+        elif i == 3:
+            p = p3
+        q = cam_coords(p, o, basis)
+        xq[i] = q[0]
+        yq[i] = q[1]
+        zq[i] = q[2]
+    us = vec5(0.0)
+    ws = vec5(0.0)
+    n = int(0)
+    for i in range(4):
+        j = (i + 1) % 4
+        if xq[i] >= clip:
+            us[n] = cx - focal * yq[i] / xq[i]
+            ws[n] = cy - focal * zq[i] / xq[i]
+            n += 1
+        if (xq[i] >= clip) != (xq[j] >= clip):
+            s = (clip - xq[i]) / (xq[j] - xq[i])
+            us[n] = cx - focal * (yq[i] + s * (yq[j] - yq[i])) / clip
+            ws[n] = cy - focal * (zq[i] + s * (zq[j] - zq[i])) / clip
+            n += 1
+    rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
+    if n < 3:
+        return rect
+    area2 = float(0.0)
+    for i in range(n):
+        j = (i + 1) % n
+        rect = wp.vec4(wp.min(rect[0], us[i]), wp.min(rect[1], ws[i]), wp.max(rect[2], us[i]), wp.max(rect[3], ws[i]))
+        area2 += us[i] * ws[j] - us[j] * ws[i]
+    if wp.abs(area2) >= 1.0:
+        sgn = wp.sign(area2)
+        for i in range(wp.min(n, _EDGES)):
+            j = (i + 1) % n
+            du = us[j] - us[i]
+            dw = ws[j] - ws[i]
+            ln = wp.sqrt(du * du + dw * dw)
+            if ln > 1.0e-6:
+                a = -sgn * dw / ln
+                b = sgn * du / ln
+                edge_out[v, k, i] = wp.vec3(a, b, -(a * us[i] + b * ws[i]))
+    return rect
+
+
 @wp.kernel
-def entry_tiles(
+def entry_setup(
     view_origin: wp.array(dtype=wp.vec3),
     view_basis: wp.array(dtype=wp.mat33),
     view_step: wp.array(dtype=wp.int32),
+    view_world: wp.array(dtype=wp.int32),
     list_ref: wp.array2d(dtype=wp.int32),
     list_count: wp.array(dtype=wp.int32),
     agent_box: wp.array3d(dtype=wp.float32),
+    light_state: wp.array2d(dtype=wp.int32),
+    world_light_start: wp.array(dtype=wp.int32),
     line_a: wp.array(dtype=wp.vec3),
     line_b: wp.array(dtype=wp.vec3),
     line_half_width: wp.array(dtype=wp.float32),
+    line_kind: wp.array(dtype=wp.int32),
     wall_a: wp.array(dtype=wp.vec3),
     wall_b: wp.array(dtype=wp.vec3),
     wall_height: wp.array(dtype=wp.float32),
     light_pos: wp.array(dtype=wp.vec3),
+    light_heading: wp.array(dtype=wp.float32),
+    light_local: wp.array(dtype=wp.int32),
+    line_color: wp.array(dtype=wp.vec3),
+    light_color: wp.array(dtype=wp.vec3),
     focal: float,
     cx: float,
     cy: float,
     width: float,
     height: float,
-    near: float,
+    clip: float,
+    bin: int,
     view_base: int,
-    # output: inclusive tile range (tx0, ty0, tx1, ty1) per list entry; empty = (1, 1, 0, 0)
+    # outputs: the entry's record (see `trace_ray`); with bin = 1 also its inclusive tile range
+    # (tx0, ty0, tx1, ty1), empty = (1, 1, 0, 0), and up to _EDGES screen edge lines
+    rec_out: wp.array3d(dtype=wp.vec4),
     tile_range_out: wp.array2d(dtype=wp.vec4i),
+    edge_out: wp.array3d(dtype=wp.vec3),
 ):
-    """Thread per (view, list entry): the screen tiles the entry may touch (1 px AA margin)."""
+    """Thread per (view, list entry): everything per-pixel work needs, relative to the camera.
+
+    Records (3 x vec4; o = camera centre, all positions relative to it):
+      agent  (ol, cos h) (half extents, sin h) (agent kind, -, -, -); ol = camera in box frame
+      line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, -) (colour, -)
+      wall   (a - o, u_x) (u_y, length, b_z - a_z, height) (-)
+      light  (p - o, n_x) (n_y, angular visibility, -, -) (colour, -)
+    """
     tid = wp.tid()
     cap = list_ref.shape[1]
     v = view_base + tid / cap
     k = tid - (tid / cap) * cap
     if k >= list_count[v]:
         return
-    tile_range_out[v, k] = wp.vec4i(1, 1, 0, 0)
-    rect = entry_rect(
-        list_ref[v, k], view_step[v], agent_box, line_a, line_b, line_half_width, wall_a, wall_b, wall_height,
-        light_pos, view_origin[v], view_basis[v], focal, cx, cy, near,
-    )  # fmt: skip
-    if rect[2] < -1.0 or rect[3] < -1.0 or rect[0] > width + 1.0 or rect[1] > height + 1.0:
+    o = view_origin[v]
+    basis = view_basis[v]
+    step = view_step[v]
+    ref = list_ref[v, k]
+    kind = ref >> _REF_SHIFT
+    i = ref & _REF_MASK
+    if bin == 1:
+        tile_range_out[v, k] = wp.vec4i(1, 1, 0, 0)
+        for e in range(_EDGES):
+            edge_out[v, k, e] = wp.vec3(0.0, 0.0, 1.0)
+    rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
+    if kind == _REF_AGENT:
+        ca = wp.cos(agent_box[step, i, 3])
+        sa = wp.sin(agent_box[step, i, 3])
+        bh = agent_box[step, i, 6]
+        rx = o[0] - agent_box[step, i, 0]
+        ry = o[1] - agent_box[step, i, 1]
+        rz = o[2] - (agent_box[step, i, 2] + 0.5 * bh)
+        rec_out[v, k, 0] = wp.vec4(ca * rx + sa * ry, -sa * rx + ca * ry, rz, ca)
+        rec_out[v, k, 1] = wp.vec4(0.5 * agent_box[step, i, 4], 0.5 * agent_box[step, i, 5], 0.5 * bh, sa)
+        rec_out[v, k, 2] = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, 0.0)
+        if bin == 1:
+            rect = box_rect(agent_box, step, i, o, basis, focal, cx, cy, clip)
+    elif kind == _REF_LINE:
+        a = line_a[i]
+        b = line_b[i]
+        ux = b[0] - a[0]
+        uy = b[1] - a[1]
+        seg_len = wp.sqrt(ux * ux + uy * uy)
+        ux = ux / seg_len
+        uy = uy / seg_len
+        zm = 0.5 * (a[2] + b[2])
+        hw = line_half_width[i]
+        col = line_color[line_kind[i]]
+        rec_out[v, k, 0] = wp.vec4(a[0] - o[0], a[1] - o[1], ux, uy)
+        rec_out[v, k, 1] = wp.vec4(seg_len, zm - o[2], hw, 0.0)
+        rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], 0.0)
+        if bin == 1:
+            # The drawn capsule (round caps) on its plane z = zm.
+            du = wp.vec3(ux * hw, uy * hw, 0.0)
+            dn = wp.vec3(-uy * hw, ux * hw, 0.0)
+            pa = wp.vec3(a[0], a[1], zm) - du
+            pb = wp.vec3(b[0], b[1], zm) + du
+            rect = quad_bin(pa + dn, pb + dn, pb - dn, pa - dn, o, basis, focal, cx, cy, clip, v, k, edge_out)
+    elif kind == _REF_WALL:
+        a = wall_a[i]
+        b = wall_b[i]
+        ux = b[0] - a[0]
+        uy = b[1] - a[1]
+        seg_len = wp.sqrt(ux * ux + uy * uy)
+        if seg_len >= 1.0e-6:
+            ux = ux / seg_len
+            uy = uy / seg_len
+        else:
+            seg_len = 0.0
+        h = wall_height[i]
+        rec_out[v, k, 0] = wp.vec4(a[0] - o[0], a[1] - o[1], a[2] - o[2], ux)
+        rec_out[v, k, 1] = wp.vec4(uy, seg_len, b[2] - a[2], h)
+        rec_out[v, k, 2] = wp.vec4(0.0)
+        if bin == 1 and seg_len > 0.0:
+            hz = wp.vec3(0.0, 0.0, h)
+            rect = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, v, k, edge_out)
+    else:
+        p = light_pos[i]
+        hd = light_heading[i]
+        state = wp.clamp(light_state[step, world_light_start[view_world[v]] + light_local[i]], 0, 3)
+        col = light_color[state]
+        rec_out[v, k, 0] = wp.vec4(p[0] - o[0], p[1] - o[1], p[2] - o[2], wp.cos(hd))
+        rec_out[v, k, 1] = wp.vec4(wp.sin(hd), light_visibility(p, hd, o), 0.0, 0.0)
+        rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], 0.0)
+        if bin == 1:
+            # A sphere-ish bound of the disk (any orientation); the whole screen if it reaches
+            # behind the clip plane.
+            for c in range(8):
+                ang = 0.25 * wp.pi * float(c)
+                ring = p + _LIGHT_RADIUS * wp.vec3(wp.cos(ang), wp.sin(ang), 0.0)
+                for s in range(2):
+                    q = cam_coords(ring + wp.vec3(0.0, 0.0, _LIGHT_RADIUS * (2.0 * float(s) - 1.0)), o, basis)
+                    if q[0] < clip:
+                        rect = wp.vec4(-_FULL, -_FULL, _FULL, _FULL)
+                    else:
+                        rect = rect_add(rect, q, focal, cx, cy)
+    if bin == 0:
+        return
+    m = _MARGIN
+    if rect[2] < -m or rect[3] < -m or rect[0] > width + m or rect[1] > height + m:
         return
     tiles_x = (int(width) + _TILE - 1) / _TILE
     tiles_y = (int(height) + _TILE - 1) / _TILE
-    tx0 = wp.clamp(int(wp.floor((wp.max(rect[0], -2.0) - 1.0) / float(_TILE))), 0, tiles_x - 1)
-    ty0 = wp.clamp(int(wp.floor((wp.max(rect[1], -2.0) - 1.0) / float(_TILE))), 0, tiles_y - 1)
-    tx1 = wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0) + 1.0) / float(_TILE))), 0, tiles_x - 1)
-    ty1 = wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0) + 1.0) / float(_TILE))), 0, tiles_y - 1)
+    tx0 = wp.clamp(int(wp.floor((wp.max(rect[0], -2.0 * m) - m) / float(_TILE))), 0, tiles_x - 1)
+    ty0 = wp.clamp(int(wp.floor((wp.max(rect[1], -2.0 * m) - m) / float(_TILE))), 0, tiles_y - 1)
+    tx1 = wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0 * m) + m) / float(_TILE))), 0, tiles_x - 1)
+    ty1 = wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0 * m) + m) / float(_TILE))), 0, tiles_y - 1)
     tile_range_out[v, k] = wp.vec4i(tx0, ty0, tx1, ty1)
 
 
@@ -566,12 +977,20 @@ def entry_tiles(
 def bin_tiles(
     list_count: wp.array(dtype=wp.int32),
     tile_range: wp.array2d(dtype=wp.vec4i),
+    entry_edge: wp.array3d(dtype=wp.vec3),
     tiles_x: int,
     view_base: int,
+    # 2 = rectangle and edge lines (the renderer's mode), 1 = rectangle only, 0 = every tile
+    # (the reference the tests compare against)
+    bin_mode: int,
     # output: bit k % 32 of word k / 32 says list entry k may touch the tile
     tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
-    """Thread per (view, tile, mask word). Entries keep their depth order inside every tile."""
+    """Thread per (view, tile, mask word). Entries keep their depth order inside every tile.
+
+    An entry is kept when its rectangle covers the tile and no edge line of its projected
+    polygon has the whole tile (grown by ``_MARGIN`` px) on its outside.
+    """
     tid = wp.tid()
     tiles = tile_mask_out.shape[1]
     words = tile_mask_out.shape[2]
@@ -582,6 +1001,10 @@ def bin_tiles(
     wd = rem - t * words
     ty = t / tiles_x
     tx = t - ty * tiles_x
+    u0 = float(tx * _TILE)
+    w0 = float(ty * _TILE)
+    u1 = u0 + float(_TILE)
+    w1 = w0 + float(_TILE)
     n = list_count[v]
     bits = wp.uint32(0)
     for b in range(32):
@@ -589,18 +1012,27 @@ def bin_tiles(
         if k >= n:
             break
         q = tile_range[v, k]
-        if tx >= q[0] and tx <= q[2] and ty >= q[1] and ty <= q[3]:
-            bits = bits | (wp.uint32(1) << wp.uint32(b))
+        if bin_mode == 0 or (tx >= q[0] and tx <= q[2] and ty >= q[1] and ty <= q[3]):
+            inside = int(1)
+            for e in range(_EDGES * (bin_mode / 2)):
+                ed = entry_edge[v, k, e]
+                reach = ed[0] * wp.where(ed[0] > 0.0, u1, u0) + ed[1] * wp.where(ed[1] > 0.0, w1, w0) + ed[2]
+                if reach < -_MARGIN:
+                    inside = 0
+            if inside == 1:
+                bits = bits | (wp.uint32(1) << wp.uint32(b))
     tile_mask_out[v, t, wd] = bits
+
+
+# ---- per-pixel fragments from the records (o = camera centre, d = unit ray) ----------------
 
 
 @wp.func
 def box_fragment(
-    o: wp.vec3,
+    r0: wp.vec4,
+    r1: wp.vec4,
+    kind: int,
     d: wp.vec3,
-    agent_box: wp.array3d(dtype=wp.float32),
-    step: int,
-    s: int,
     face_color: wp.array(dtype=wp.vec3),
     pix: float,
     near: float,
@@ -608,17 +1040,11 @@ def box_fragment(
     antialias: int,
 ) -> vec5:
     """Cuboid: per camera-facing face, coverage from the in-plane distance to the face edges."""
-    bx = agent_box[step, s, 0]
-    by = agent_box[step, s, 1]
-    bh = agent_box[step, s, 6]
-    ca = wp.cos(agent_box[step, s, 3])
-    sa = wp.sin(agent_box[step, s, 3])
-    e = wp.vec3(0.5 * agent_box[step, s, 4], 0.5 * agent_box[step, s, 5], 0.5 * bh)
-    rx = o[0] - bx
-    ry = o[1] - by
-    ol = wp.vec3(ca * rx + sa * ry, -sa * rx + ca * ry, o[2] - (agent_box[step, s, 2] + 0.5 * bh))
+    ca = r0[3]
+    sa = r1[3]
+    ol = wp.vec3(r0[0], r0[1], r0[2])
+    e = wp.vec3(r1[0], r1[1], r1[2])
     dl = wp.vec3(ca * d[0] + sa * d[1], -sa * d[0] + ca * d[1], d[2])
-    kind = wp.clamp(int(agent_box[step, s, 7]), 0, 2)
     cov_sum = float(0.0)
     col = wp.vec3(0.0)
     best_cov = float(-1.0)
@@ -650,167 +1076,133 @@ def box_fragment(
 
 
 @wp.func
-def line_fragment(
-    o: wp.vec3,
-    d: wp.vec3,
-    a: wp.vec3,
-    b: wp.vec3,
-    hw: float,
-    color: wp.vec3,
-    pix: float,
-    near: float,
-    far: float,
-    antialias: int,
-) -> vec5:
-    """Ground line: 1-D box filter of the painted strip over the pixel's ground footprint."""
+def box_filter(x: float, lo: float, hi: float, fp: float) -> float:
+    """Fraction of the interval [x - fp / 2, x + fp / 2] inside [lo, hi]."""
+    return wp.max(0.0, wp.min(x + 0.5 * fp, hi) - wp.max(x - 0.5 * fp, lo)) / fp
+
+
+@wp.func
+def line_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec2:
+    """Ground line (t, coverage): the painted strip box-filtered over the pixel's ground footprint."""
     if d[2] > -1.0e-6:
-        return vec5(0.0)
-    t = (0.5 * (a[2] + b[2]) - o[2]) / d[2]
+        return wp.vec2(0.0)
+    t = r1[1] / d[2]
     if t < near or t > far:
-        return vec5(0.0)
-    px = o[0] + t * d[0]
-    py = o[1] + t * d[1]
-    ux = b[0] - a[0]
-    uy = b[1] - a[1]
-    seg_len = wp.sqrt(ux * ux + uy * uy)
-    ux = ux / seg_len
-    uy = uy / seg_len
-    along = wp.clamp((px - a[0]) * ux + (py - a[1]) * uy, 0.0, seg_len)
-    qx = px - (a[0] + along * ux)
-    qy = py - (a[1] + along * uy)
-    dist = wp.sqrt(qx * qx + qy * qy)
+        return wp.vec2(0.0)
+    ux = r0[2]
+    uy = r0[3]
+    seg_len = r1[0]
+    hw = r1[2]
+    rx = t * d[0] - r0[0]
+    ry = t * d[1] - r0[1]
+    s_u = rx * ux + ry * uy  # along the segment, from its first end
+    s_n = uy * rx - ux * ry  # across it
     cov = float(0.0)
     if antialias == 0:
-        if dist <= hw:
+        along = wp.clamp(s_u, 0.0, seg_len)
+        if (s_u - along) * (s_u - along) + s_n * s_n <= hw * hw:
             cov = 1.0
     else:
-        # Pixel footprint on the ground across the line: t * pix sideways, stretched along the
-        # ray's ground direction by the grazing angle. The stretch uses the near half-pixel
-        # (1 / (|d_z| + pix / 2)): the far half runs off to the horizon and would smear lines
-        # over the whole horizon band.
+        # The pixel's ground footprint is t * pix wide across the ray and t * pix * S long along
+        # the ray's ground direction g, S = 1 / (|d_z| + pix / 2) (the near half-pixel: the far
+        # half runs off to the horizon and would smear lines over the whole horizon band).
+        # Across the line: a 1-D box filter of the strip [-hw, hw] over the footprint's width
+        # in that direction. Along it: ground offsets scaled to footprint units (about pixels),
+        # a unit box filter of the segment measured along the scaled line direction, so a
+        # segment's coverage ends within about half a pixel of its projected end on screen and
+        # consecutive segments of a polyline share their coverage at the joint.
+        gx = float(1.0)
+        gy = float(0.0)
         hxy = wp.sqrt(d[0] * d[0] + d[1] * d[1])
-        along_ray = float(0.0)
         if hxy > 1.0e-9:
-            along_ray = wp.abs(-uy * d[0] + ux * d[1]) / hxy
-        across_ray = wp.sqrt(wp.max(1.0 - along_ray * along_ray, 0.0))
-        stretch = along_ray / (wp.abs(d[2]) + 0.5 * pix)
-        fp = t * pix * wp.sqrt(stretch * stretch + across_ray * across_ray)
-        cov = wp.max(0.0, wp.min(dist + 0.5 * fp, hw) - wp.max(dist - 0.5 * fp, -hw)) / fp
-    if cov <= 0.0:
-        return vec5(0.0)
-    return vec5(t, color[0], color[1], color[2], wp.min(cov, 1.0))
+            gx = d[0] / hxy
+            gy = d[1] / hxy
+        inv_g = wp.abs(d[2]) + 0.5 * pix  # 1 / S
+        g_n = wp.abs(-uy * gx + ux * gy)
+        fp_n = t * pix * wp.sqrt(g_n * g_n / (inv_g * inv_g) + wp.max(1.0 - g_n * g_n, 0.0))
+        # Scaled (footprint-unit) components along g and across it, times t * pix.
+        u_g = (ux * gx + uy * gy) * inv_g
+        u_p = -ux * gy + uy * gx
+        r_g = (rx * gx + ry * gy) * inv_g
+        r_p = -rx * gy + ry * gx
+        su_len = wp.sqrt(u_g * u_g + u_p * u_p)
+        tp = t * pix
+        s_su = (r_g * u_g + r_p * u_p) / (su_len * tp)
+        cov = box_filter(s_n, -hw, hw, fp_n) * box_filter(s_su, 0.0, seg_len * su_len / tp, 1.0)
+    return wp.vec2(t, wp.min(cov, 1.0))
 
 
 @wp.func
-def wall_fragment(
-    o: wp.vec3,
-    d: wp.vec3,
-    a: wp.vec3,
-    b: wp.vec3,
-    h: float,
-    color: wp.vec3,
-    pix: float,
-    near: float,
-    far: float,
-    antialias: int,
-) -> vec5:
-    """Vertical quad on the base segment a-b, ``h`` m tall."""
-    ux = b[0] - a[0]
-    uy = b[1] - a[1]
-    seg_len = wp.sqrt(ux * ux + uy * uy)
-    if seg_len < 1.0e-6:
-        return vec5(0.0)
-    ux = ux / seg_len
-    uy = uy / seg_len
+def wall_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec3:
+    """Vertical quad: (t, coverage, shade factor)."""
+    ux = r0[3]
+    uy = r1[0]
+    seg_len = r1[1]
+    if seg_len <= 0.0:
+        return wp.vec3(0.0)
     dn = -uy * d[0] + ux * d[1]
     if wp.abs(dn) < 1.0e-9:
-        return vec5(0.0)
-    t = (-uy * (a[0] - o[0]) + ux * (a[1] - o[1])) / dn
+        return wp.vec3(0.0)
+    t = (-uy * r0[0] + ux * r0[1]) / dn
     if t < near or t > far:
-        return vec5(0.0)
-    p = o + t * d
-    along = (p[0] - a[0]) * ux + (p[1] - a[1]) * uy
-    zb = a[2] + (b[2] - a[2]) * along / seg_len
-    sd = wp.max(wp.max(-along, along - seg_len), wp.max(zb - p[2], p[2] - (zb + h)))
-    cov = coverage(sd, t * pix, antialias)
-    if cov <= 0.0:
-        return vec5(0.0)
-    col = color * (depth_shade(t) * (0.75 + 0.25 * wp.abs(dn)))
-    return vec5(t, col[0], col[1], col[2], cov)
+        return wp.vec3(0.0)
+    along = (t * d[0] - r0[0]) * ux + (t * d[1] - r0[1]) * uy
+    zb = r0[2] + r1[2] * along / seg_len
+    pz = t * d[2]
+    sd = wp.max(wp.max(-along, along - seg_len), wp.max(zb - pz, pz - (zb + r1[3])))
+    return wp.vec3(t, coverage(sd, t * pix, antialias), depth_shade(t) * (0.75 + 0.25 * wp.abs(dn)))
 
 
 @wp.func
-def light_fragment(
-    o: wp.vec3,
-    d: wp.vec3,
-    p0: wp.vec3,
-    heading: float,
-    color: wp.vec3,
-    pix: float,
-    near: float,
-    far: float,
-    antialias: int,
-) -> vec5:
-    """Disk facing ``heading``, faded by its angular visibility from the camera."""
-    vis = light_visibility(p0, heading, o)
+def light_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec2:
+    """Disk facing its heading, faded by its angular visibility from the camera: (t, coverage)."""
+    vis = r1[1]
     if vis <= 0.0:
-        return vec5(0.0)
-    nrm = wp.vec3(wp.cos(heading), wp.sin(heading), 0.0)
-    dn = wp.dot(nrm, d)
+        return wp.vec2(0.0)
+    dn = r0[3] * d[0] + r1[0] * d[1]
     if wp.abs(dn) < 1.0e-9:
-        return vec5(0.0)
-    t = wp.dot(nrm, p0 - o) / dn
+        return wp.vec2(0.0)
+    t = (r0[3] * r0[0] + r1[0] * r0[1]) / dn
     if t < near or t > far:
-        return vec5(0.0)
-    sd = wp.length(o + t * d - p0) - _LIGHT_RADIUS
-    cov = coverage(sd, t * pix, antialias) * vis
-    if cov <= 0.0:
-        return vec5(0.0)
-    return vec5(t, color[0], color[1], color[2], cov)
+        return wp.vec2(0.0)
+    sd = wp.length(t * d - wp.vec3(r0[0], r0[1], r0[2])) - _LIGHT_RADIUS
+    return wp.vec2(t, coverage(sd, t * pix, antialias) * vis)
 
 
 @wp.func
 def entry_fragment(
-    ref: int,
-    o: wp.vec3,
+    rec: wp.array3d(dtype=wp.vec4),
+    v: int,
+    k: int,
+    kind: int,
     d: wp.vec3,
-    step: int,
-    world: int,
-    agent_box: wp.array3d(dtype=wp.float32),
-    light_state: wp.array2d(dtype=wp.int32),
-    world_light_start: wp.array(dtype=wp.int32),
-    line_a: wp.array(dtype=wp.vec3),
-    line_b: wp.array(dtype=wp.vec3),
-    line_half_width: wp.array(dtype=wp.float32),
-    line_kind: wp.array(dtype=wp.int32),
-    wall_a: wp.array(dtype=wp.vec3),
-    wall_b: wp.array(dtype=wp.vec3),
-    wall_height: wp.array(dtype=wp.float32),
-    light_pos: wp.array(dtype=wp.vec3),
-    light_heading: wp.array(dtype=wp.float32),
-    light_local: wp.array(dtype=wp.int32),
     face_color: wp.array(dtype=wp.vec3),
-    line_color: wp.array(dtype=wp.vec3),
-    light_color: wp.array(dtype=wp.vec3),
-    misc_color: wp.array(dtype=wp.vec3),
+    wall_color: wp.vec3,
     pix: float,
     near: float,
     far: float,
     antialias: int,
 ) -> vec5:
-    """The fragment one list entry leaves on the ray (alpha 0 = none)."""
-    kind = ref >> _REF_SHIFT
-    i = ref & _REF_MASK
+    """The fragment list entry k of view v leaves on the ray (alpha 0 = none)."""
+    r0 = rec[v, k, 0]
+    r1 = rec[v, k, 1]
     if kind == _REF_AGENT:
-        return box_fragment(o, d, agent_box, step, i, face_color, pix, near, far, antialias)
-    if kind == _REF_LINE:
-        return line_fragment(
-            o, d, line_a[i], line_b[i], line_half_width[i], line_color[line_kind[i]], pix, near, far, antialias
-        )
+        return box_fragment(r0, r1, int(rec[v, k, 2][0]), d, face_color, pix, near, far, antialias)
     if kind == _REF_WALL:
-        return wall_fragment(o, d, wall_a[i], wall_b[i], wall_height[i], misc_color[2], pix, near, far, antialias)
-    state = wp.clamp(light_state[step, world_light_start[world] + light_local[i]], 0, 3)
-    return light_fragment(o, d, light_pos[i], light_heading[i], light_color[state], pix, near, far, antialias)
+        fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
+        if fw[1] <= 0.0:
+            return vec5(0.0)
+        cw = wall_color * fw[2]
+        return vec5(fw[0], cw[0], cw[1], cw[2], fw[1])
+    f = wp.vec2(0.0)
+    if kind == _REF_LINE:
+        f = line_fragment(r0, r1, d, pix, near, far, antialias)
+    else:
+        f = light_fragment(r0, r1, d, pix, near, far, antialias)
+    if f[1] <= 0.0:
+        return vec5(0.0)
+    col = rec[v, k, 2]
+    return vec5(f[0], col[0], col[1], col[2], f[1])
 
 
 @wp.func
@@ -818,30 +1210,14 @@ def trace_ray(
     v: int,
     o: wp.vec3,
     d: wp.vec3,
-    step: int,
-    world: int,
     ground_z: float,
-    agent_box: wp.array3d(dtype=wp.float32),
-    light_state: wp.array2d(dtype=wp.int32),
-    world_light_start: wp.array(dtype=wp.int32),
-    line_a: wp.array(dtype=wp.vec3),
-    line_b: wp.array(dtype=wp.vec3),
-    line_half_width: wp.array(dtype=wp.float32),
-    line_kind: wp.array(dtype=wp.int32),
-    wall_a: wp.array(dtype=wp.vec3),
-    wall_b: wp.array(dtype=wp.vec3),
-    wall_height: wp.array(dtype=wp.float32),
-    light_pos: wp.array(dtype=wp.vec3),
-    light_heading: wp.array(dtype=wp.float32),
-    light_local: wp.array(dtype=wp.int32),
-    face_color: wp.array(dtype=wp.vec3),
-    line_color: wp.array(dtype=wp.vec3),
-    light_color: wp.array(dtype=wp.vec3),
-    misc_color: wp.array(dtype=wp.vec3),
+    rec: wp.array3d(dtype=wp.vec4),
     list_ref: wp.array2d(dtype=wp.int32),
     list_bound: wp.array2d(dtype=wp.float32),
     tile_mask: wp.array3d(dtype=wp.uint32),
     tile: int,
+    face_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
     pix: float,
     near: float,
     far: float,
@@ -856,6 +1232,7 @@ def trace_ray(
     nf = int(0)
     t_opaque = float(1.0e30)
     done = int(0)
+    wall_color = misc_color[2]
     for wd in range(tile_mask.shape[2]):
         bits = tile_mask[v, tile, wd]
         if done == 1:
@@ -863,17 +1240,13 @@ def trace_ray(
         while bits != wp.uint32(0):
             low = bits & (~bits + wp.uint32(1))
             bits = bits ^ low
-            # Index of the lowest set bit: exact, as float32 holds every power of two.
-            k = wd * 32 + int(wp.round(wp.log2(float(low))))
+            k = wd * 32 + wp.bit_count(low - wp.uint32(1))
             if list_bound[v, k] >= t_opaque:
                 done = 1
                 break
             frag = entry_fragment(
-                list_ref[v, k], o, d, step, world, agent_box, light_state, world_light_start,
-                line_a, line_b, line_half_width, line_kind, wall_a, wall_b, wall_height,
-                light_pos, light_heading, light_local, face_color, line_color, light_color, misc_color,
-                pix, near, far, antialias,
-            )  # fmt: skip
+                rec, v, k, list_ref[v, k] >> _REF_SHIFT, d, face_color, wall_color, pix, near, far, antialias
+            )
             # Fade out over the last 15% before `far` so geometry does not pop at the clip distance.
             frag[4] = frag[4] * wp.clamp((far - frag[0]) / (_FAR_FADE * far), 0.0, 1.0)
             if frag[4] <= 0.0 or frag[0] >= t_opaque:
@@ -914,35 +1287,17 @@ def trace_ray(
 
 @wp.kernel
 def raster_views(
-    # per-view data from gather_views / rank_candidates / bin_tiles
+    # per-view data from gather_views / rank_candidates / entry_setup / bin_tiles
     view_origin: wp.array(dtype=wp.vec3),
     view_basis: wp.array(dtype=wp.mat33),
-    view_step: wp.array(dtype=wp.int32),
     view_world: wp.array(dtype=wp.int32),
     view_ground: wp.array(dtype=wp.float32),
     list_ref: wp.array2d(dtype=wp.int32),
     list_bound: wp.array2d(dtype=wp.float32),
-    list_count: wp.array(dtype=wp.int32),
+    rec: wp.array3d(dtype=wp.vec4),
     tile_mask: wp.array3d(dtype=wp.uint32),
-    # snapshot history
-    agent_box: wp.array3d(dtype=wp.float32),
-    light_state: wp.array2d(dtype=wp.int32),
-    world_light_start: wp.array(dtype=wp.int32),
-    # static scene
-    line_a: wp.array(dtype=wp.vec3),
-    line_b: wp.array(dtype=wp.vec3),
-    line_half_width: wp.array(dtype=wp.float32),
-    line_kind: wp.array(dtype=wp.int32),
-    wall_a: wp.array(dtype=wp.vec3),
-    wall_b: wp.array(dtype=wp.vec3),
-    wall_height: wp.array(dtype=wp.float32),
-    light_pos: wp.array(dtype=wp.vec3),
-    light_heading: wp.array(dtype=wp.float32),
-    light_local: wp.array(dtype=wp.int32),
     # palette
     face_color: wp.array(dtype=wp.vec3),
-    line_color: wp.array(dtype=wp.vec3),
-    light_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     # rig (focal and principal point at the output resolution) and options
     focal: float,
@@ -981,12 +1336,11 @@ def raster_views(
         rem = tid - (tid / (width * height)) * width * height
         py = rem / width
         px = rem - py * width
-    world = view_world[v]
     color = wp.vec3(0.0)
-    if world >= 0:
+    if view_world[v] >= 0:
         o = view_origin[v]
         basis = view_basis[v]
-        step = view_step[v]
+        ground_z = view_ground[v]
         tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
         ss = float(supersample)
         f = focal * ss
@@ -997,10 +1351,8 @@ def raster_views(
                 w = float(py * supersample + sy) + 0.5
                 d = wp.normalize(basis[0] * f + basis[1] * (cx * ss - u) + basis[2] * (cy * ss - w))
                 color += trace_ray(
-                    v, o, d, step, world, view_ground[v], agent_box, light_state, world_light_start,
-                    line_a, line_b, line_half_width, line_kind, wall_a, wall_b, wall_height,
-                    light_pos, light_heading, light_local, face_color, line_color, light_color, misc_color,
-                    list_ref, list_bound, tile_mask, tile, pix, near, far, antialias,
+                    v, o, d, ground_z, rec, list_ref, list_bound, tile_mask, tile, face_color, misc_color,
+                    pix, near, far, antialias,
                 )  # fmt: skip
         color = color / (ss * ss)
     for ch in range(3):
@@ -1011,15 +1363,11 @@ def raster_views(
 def raster_ids(
     view_origin: wp.array(dtype=wp.vec3),
     view_basis: wp.array(dtype=wp.mat33),
-    view_step: wp.array(dtype=wp.int32),
     view_world: wp.array(dtype=wp.int32),
     list_ref: wp.array2d(dtype=wp.int32),
     list_bound: wp.array2d(dtype=wp.float32),
     list_count: wp.array(dtype=wp.int32),
-    agent_box: wp.array3d(dtype=wp.float32),
-    wall_a: wp.array(dtype=wp.vec3),
-    wall_b: wp.array(dtype=wp.vec3),
-    wall_height: wp.array(dtype=wp.float32),
+    rec: wp.array3d(dtype=wp.vec4),
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     focal: float,
@@ -1039,9 +1387,7 @@ def raster_ids(
     px = rem - py * width
     best = int(-1)
     if view_world[v] >= 0:
-        o = view_origin[v]
         basis = view_basis[v]
-        step = view_step[v]
         d = wp.normalize(
             basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5))
         )
@@ -1051,15 +1397,13 @@ def raster_ids(
                 break
             ref = list_ref[v, k]
             kind = ref >> _REF_SHIFT
-            i = ref & _REF_MASK
             frag = vec5(0.0)
             ident = int(-1)
-            if kind == _REF_AGENT:
-                frag = box_fragment(o, d, agent_box, step, i, face_color, 1.0, near, far, 0)
-                ident = i
-            elif kind == _REF_WALL:
-                frag = wall_fragment(o, d, wall_a[i], wall_b[i], wall_height[i], misc_color[2], 1.0, near, far, 0)
+            if kind == _REF_AGENT or kind == _REF_WALL:
+                frag = entry_fragment(rec, v, k, kind, d, face_color, misc_color[2], 1.0, near, far, 0)
                 ident = -2
+                if kind == _REF_AGENT:
+                    ident = ref & _REF_MASK
             if frag[4] > 0.0 and frag[0] < t_best:
                 t_best = frag[0]
                 best = ident

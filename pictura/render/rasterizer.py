@@ -75,6 +75,10 @@ class Renderer:
         self._cand_capacity = max(2 * self.list_capacity, 512)
         # Raster thread order: 1 = pixels grouped by 8x8 screen tile (coherent list walks).
         self._tile_major = 1
+        # Pass 1 of the cull over (view, part) threads (1) or one thread per view (0).
+        self._parallel_gather = 1
+        # Tile binning: 2 = screen rectangle and outline edges, 1 = rectangle, 0 = every tile.
+        self._bin_mode = 2
         # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
         self._max_launch = 2**31 - 1
 
@@ -130,6 +134,8 @@ class Renderer:
         self._cand_bound = wp.zeros((views, self._cand_capacity), dtype=wp.float32, device=dev)
         self._cand_count = wp.zeros(views, dtype=wp.int32, device=dev)
         self._tile_range = wp.zeros((views, k), dtype=wp.vec4i, device=dev)
+        self._rec = wp.zeros((views, k, kernels.REC_WORDS), dtype=wp.vec4, device=dev)
+        self._entry_edge = wp.zeros((views, k, 4), dtype=wp.vec3, device=dev)
         self._scratch_views = views
 
     def _tile_mask(self, views: int) -> wp.array:
@@ -176,7 +182,7 @@ class Renderer:
         cx, cy = self.rig.principal
         for start in range(0, n, self.chunk_size):
             views = min(self.chunk_size, n - start) * C
-            self._cull(agent_box, requests, start, views, solo_slot=-1)
+            self._cull(agent_box, light_state, requests, start, views, solo_slot=-1)
             tile = kernels.TILE_PX
             px_per_view = H * W
             if self._tile_major:
@@ -187,13 +193,9 @@ class Renderer:
                     kernels.raster_views,
                     dim=count * px_per_view,
                     inputs=[
-                        self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
-                        self._list_ref, self._list_bound, self._list_count, mask,
-                        agent_box, light_state, self._world_light_start,
-                        self._line_a, self._line_b, self._line_hw, self._line_kind,
-                        self._wall_a, self._wall_b, self._wall_h,
-                        self._light_pos, self._light_heading, self._light_local,
-                        self._face_color, self._line_color, self._light_color, self._misc_color,
+                        self._view_origin, self._view_basis, self._view_world, self._view_ground,
+                        self._list_ref, self._list_bound, self._rec, mask,
+                        self._face_color, self._misc_color,
                         focal, cx, cy, self.rig.near, self.rig.far,
                         self.supersample, int(self.antialias), start * C, base, int(self._tile_major),
                     ],
@@ -274,10 +276,10 @@ class Renderer:
         if lay.slot_world[ego_slot] != target_world:
             return 0.0
         req = np.array([[0, ego_slot]], np.int32)
-        ab, _, rq = self._to_device(boxes[None], np.asarray(light_state, np.int32).reshape(1, -1), req)
+        ab, ls, rq = self._to_device(boxes[None], np.asarray(light_state, np.int32).reshape(1, -1), req)
         counts = []
         for solo in (-1, target_slot):
-            ids = self._id_buffer(ab, rq, solo)
+            ids = self._id_buffer(ab, ls, rq, solo)
             counts.append(int(np.count_nonzero(ids == target_slot)))
         return 0.0 if counts[1] == 0 else counts[0] / counts[1]
 
@@ -287,7 +289,9 @@ class Renderer:
         per = max(1, self._max_launch // max(threads_per_view, 1))
         return [(b, min(per, views - b)) for b in range(0, views, per)]
 
-    def _cull(self, agent_box: wp.array, requests: wp.array, start: int, views: int, solo_slot: int) -> None:
+    def _cull(
+        self, agent_box: wp.array, light_state: wp.array, requests: wp.array, start: int, views: int, solo_slot: int
+    ) -> None:
         """Per-view camera, depth-sorted primitive list and (unless solo) screen-tile masks."""
         self._scratch(views)
         sc = self.scene
@@ -295,31 +299,46 @@ class Renderer:
         cx, cy = self.rig.principal
         width, height = float(self.rig.width), float(self.rig.height)
         k, cand = self.list_capacity, self._cand_capacity
+        gather_args = [
+            self._slot_world, self._world_map, self._world_slot_start, self._world_slot_count,
+            self.layout.num_slots, self.layout.parked_per_world,
+            self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
+            self._light_pos, self._light_heading,
+            self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
+            self._entry_ref, self._entry_min_cell, sc.cell_size,
+        ]  # fmt: skip
+        rig_args = [self._cam_extr(), self.rig.num_cameras, focal, cx, cy, width, height, self.rig.near, self.rig.far]
+        view_outputs = [self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground]
+        if solo_slot < 0 and self._parallel_gather:
+            # Pass 1 over (view, part) threads: count, then write at the parts' offsets.
+            agent_parts, col_parts, parts = self._gather_parts()
+            part_count = self._part_count(views, parts)
+            for write in (0, 1):
+                for base, count in self._launch_ranges(views, parts):
+                    wp.launch(
+                        kernels.gather_parts,
+                        dim=count * parts,
+                        inputs=[
+                            agent_box, requests, start, *rig_args, *gather_args,
+                            agent_parts, col_parts, k, base, write, part_count,
+                        ],
+                        outputs=[self._cand_ref, self._cand_bound, self._cand_count, self._list_count, *view_outputs],
+                        device=self.device,
+                    )  # fmt: skip
         for mode in (0, 1):
-            # Mode 0 gathers every view unsorted; mode 1 re-gathers, sorted, only the views whose
-            # candidates overflowed the buffer (their threads return at once otherwise).
-            wp.launch(
-                kernels.gather_views,
-                dim=views,
-                inputs=[
-                    agent_box, requests, start,
-                    self._cam_extr(), self.rig.num_cameras, focal, cx, cy,
-                    width, height, self.rig.near, self.rig.far,
-                    self._slot_world, self._world_map, self._world_slot_start, self._world_slot_count,
-                    self.layout.num_slots, self.layout.parked_per_world,
-                    self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
-                    self._light_pos, self._light_heading,
-                    self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
-                    self._entry_ref, self._entry_min_cell, sc.cell_size,
-                    solo_slot, k, cand, mode,
-                ],
-                outputs=[
-                    self._cand_ref, self._cand_bound, self._cand_count,
-                    self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground,
-                    self._list_ref, self._list_bound, self._list_count,
-                ],
-                device=self.device,
-            )  # fmt: skip
+            # Mode 0 gathers every view unsorted (unless the parts did); mode 1 re-gathers, sorted,
+            # only the views whose candidates overflowed the buffer (their threads return at once).
+            if mode == 1 or solo_slot >= 0 or not self._parallel_gather:
+                wp.launch(
+                    kernels.gather_views,
+                    dim=views,
+                    inputs=[agent_box, requests, start, *rig_args, *gather_args, solo_slot, k, cand, mode],
+                    outputs=[
+                        self._cand_ref, self._cand_bound, self._cand_count, *view_outputs,
+                        self._list_ref, self._list_bound, self._list_count,
+                    ],
+                    device=self.device,
+                )  # fmt: skip
             if mode == 0:
                 for base, count in self._launch_ranges(views, cand):
                     wp.launch(
@@ -329,20 +348,24 @@ class Renderer:
                         outputs=[self._list_ref, self._list_bound],
                         device=self.device,
                     )
-        if solo_slot >= 0:
-            return  # the id buffer walks the whole list; no tile masks needed
+        binned = int(solo_slot < 0)  # the id buffer walks the whole list: no tile masks
         for base, count in self._launch_ranges(views, k):
             wp.launch(
-                kernels.entry_tiles,
+                kernels.entry_setup,
                 dim=count * k,
                 inputs=[
-                    self._view_origin, self._view_basis, self._view_step, self._list_ref, self._list_count,
-                    agent_box, self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
-                    self._light_pos, focal, cx, cy, width, height, self.rig.near, base,
+                    self._view_origin, self._view_basis, self._view_step, self._view_world,
+                    self._list_ref, self._list_count, agent_box, light_state, self._world_light_start,
+                    self._line_a, self._line_b, self._line_hw, self._line_kind,
+                    self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
+                    self._line_color, self._light_color,
+                    focal, cx, cy, width, height, self._clip_x(), binned, base,
                 ],
-                outputs=[self._tile_range],
+                outputs=[self._rec, self._tile_range, self._entry_edge],
                 device=self.device,
             )  # fmt: skip
+        if not binned:
+            return
         mask = self._tile_mask(views)
         tiles_x = (self.rig.width + kernels.TILE_PX - 1) // kernels.TILE_PX
         per_view = mask.shape[1] * mask.shape[2]
@@ -350,10 +373,35 @@ class Renderer:
             wp.launch(
                 kernels.bin_tiles,
                 dim=count * per_view,
-                inputs=[self._list_count, self._tile_range, tiles_x, base],
+                inputs=[self._list_count, self._tile_range, self._entry_edge, tiles_x, base, self._bin_mode],
                 outputs=[mask],
                 device=self.device,
             )
+
+    def _gather_parts(self) -> tuple[int, int, int]:
+        """(agent parts, parts per grid row, parts per view) of the parallel gather."""
+        lay = self.layout
+        rows_per_view = int(np.max(lay.world_slot_count, initial=0)) + lay.parked_per_world
+        agent_parts = max(1, -(-rows_per_view // kernels.AGENT_PART))
+        span = int(2.0 * self.rig.far / self.scene.cell_size) + 2  # cells a sector of radius far spans
+        col_parts = -(-span // kernels.CELL_PART)
+        return agent_parts, col_parts, agent_parts + span * col_parts
+
+    def _part_count(self, views: int, parts: int) -> wp.array:
+        pc = getattr(self, "_part_counts", None)
+        if pc is None or pc.shape[0] < views or pc.shape[1] != parts:
+            self._part_counts = wp.zeros((views, parts), dtype=wp.int32, device=self.device)
+        return self._part_counts
+
+    def _clip_x(self) -> float:
+        """Camera-plane depth (m) below which no pixel ray can reach ``near``: half the near
+        distance along the most oblique pixel ray. Binning clips outlines there, so nothing it
+        drops is ever drawn."""
+        cx, cy = self.rig.principal
+        f = self.rig.focal
+        du = max(cx, self.rig.width - cx)
+        dv = max(cy, self.rig.height - cy)
+        return 0.5 * self.rig.near * f / float(np.sqrt(f * f + du * du + dv * dv))
 
     def _cam_extr(self) -> wp.array:
         extr = self.rig.extrinsics()
@@ -362,19 +410,18 @@ class Renderer:
             self._extr_cache = (extr, wp.array(extr, dtype=wp.float32, device=self.device))
         return self._extr_cache[1]
 
-    def _id_buffer(self, agent_box: wp.array, requests: wp.array, solo_slot: int) -> np.ndarray:
+    def _id_buffer(self, agent_box: wp.array, light_state: wp.array, requests: wp.array, solo_slot: int) -> np.ndarray:
         C, H, W = self.rig.num_cameras, self.rig.height, self.rig.width
         views = requests.shape[0] * C
-        self._cull(agent_box, requests, 0, views, solo_slot)
+        self._cull(agent_box, light_state, requests, 0, views, solo_slot)
         ids = wp.zeros((views, H, W), dtype=wp.int32, device=self.device)
         cx, cy = self.rig.principal
         wp.launch(
             kernels.raster_ids,
             dim=views * H * W,
             inputs=[
-                self._view_origin, self._view_basis, self._view_step, self._view_world,
-                self._list_ref, self._list_bound, self._list_count,
-                agent_box, self._wall_a, self._wall_b, self._wall_h, self._face_color, self._misc_color,
+                self._view_origin, self._view_basis, self._view_world,
+                self._list_ref, self._list_bound, self._list_count, self._rec, self._face_color, self._misc_color,
                 self.rig.focal, cx, cy, self.rig.near, self.rig.far,
             ],
             outputs=[ids],

@@ -57,6 +57,30 @@ def test_candidate_overflow_falls_back_to_the_same_images(town):
     assert np.array_equal(ranked._list_ref.numpy()[:96], small._list_ref.numpy()[:96])
 
 
+@pytest.mark.parametrize("cand_capacity", [512, 40])
+def test_parallel_gather_builds_the_serial_candidate_buffer(town, cand_capacity):
+    # (view, part) threads counting then writing at their offsets give the one-thread-per-view
+    # gather's buffer entry for entry (same order); with a small buffer the overflowed views
+    # take the same sorted-insert path.
+    _, _, boxes, lights, requests = town
+    out, bufs = [], []
+    for parallel in (1, 0):
+        r = make(town, width=40, height=20, list_capacity=24)
+        r._cand_capacity = cand_capacity
+        r._parallel_gather = parallel
+        out.append(r.render_numpy(boxes, lights, requests))
+        n = r._cand_count.numpy()
+        views = len(requests) * r.num_cameras
+        bufs.append((n[:views], r._cand_ref.numpy()[:views], r._list_ref.numpy()[:views], r._list_count.numpy()[:views]))
+    assert np.array_equal(out[0], out[1])
+    (n0, c0, l0, k0), (n1, c1, l1, k1) = bufs
+    assert np.array_equal(n0, n1) and np.array_equal(k0, k1) and np.array_equal(l0, l1)
+    for v in range(len(n0)):
+        if n0[v] <= cand_capacity:
+            assert np.array_equal(c0[v, : n0[v]], c1[v, : n1[v]])
+    assert (n0 > cand_capacity).any() == (cand_capacity == 40)
+
+
 def test_split_launches_and_raster_order_do_not_change_the_image(town):
     _, _, boxes, lights, requests = town
     one = make(town, width=40, height=20)
@@ -71,6 +95,31 @@ def test_split_launches_and_raster_order_do_not_change_the_image(town):
     odd_tiles, odd_rows = make(town, width=37, height=21), make(town, width=37, height=21)
     odd_rows._tile_major = 0
     assert np.array_equal(odd_tiles.render_numpy(boxes, lights, requests), odd_rows.render_numpy(boxes, lights, requests))
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "kw"),
+    [(96, 54, {}), (37, 21, {}), (40, 20, {"supersample": 2}), (40, 20, {"antialias": False})],
+)
+def test_tight_tile_bins_drop_nothing_that_is_drawn(town, width, height, kw):
+    # Every entry in every tile is the reference: the screen rectangle and outline edges of
+    # the binning (clipped at the camera plane) may only drop entries that draw nothing there.
+    _, _, boxes, lights, requests = town
+    images = {}
+    for mode in (0, 1, 2):
+        r = make(town, width=width, height=height, **kw)
+        r._bin_mode = mode
+        images[mode] = r.render_numpy(boxes, lights, requests)
+    assert np.array_equal(images[1], images[0])
+    assert np.array_equal(images[2], images[0])
+    # The edges do cut work: fewer (tile, entry) pairs than the rectangles alone.
+    r = make(town, width=width, height=height, **kw)
+    counts = []
+    for mode in (1, 2):
+        r._bin_mode = mode
+        r.render_numpy(boxes, lights, requests)
+        counts.append(np.unpackbits(r._mask.numpy().view(np.uint8)).sum())
+    assert counts[1] < counts[0]
 
 
 def test_launch_ranges_cover_every_view_once():
