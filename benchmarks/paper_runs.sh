@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Short training runs, learning curves, evaluations and probes behind docs/results.md, on a CUDA
+# host. Each part writes a few files into OUT_DIR (checkpoints without optimizer state, so they
+# stay small enough to copy back from a lent GPU host).
+#   bash benchmarks/paper_runs.sh OUT_DIR part [minutes]
+# parts:
+#   curve_alberti | curve_vectorized | curve_blind   train for [minutes] (learning_curve.yaml:
+#                                       in-domain sweep at iteration 0 and every 3 iterations)
+#   indomain          the paper-size in-domain protocol for the vectorized checkpoint, timed
+#   table1            the three checkpoints side by side on a reduced in-domain protocol
+#   probes            removal (>= 1,000 removals) and takeover (>= 100 cases) on the Alberti checkpoint
+# ${PRECISION:-bf16-mixed}, ${COMPILE:-true} and ${MAPS_OVERLAY:-} ("-c configs/procedural.yaml") apply to training.
+# ${EVAL_DEVICE:-cuda}, ${TABLE1_SCENARIOS:-32}, ${TABLE1_STEPS:-1000}, ${PROBE_MAP:-carla:Town10HD} for the rest.
+set -uo pipefail
+out="${1:?usage: paper_runs.sh OUT_DIR part [minutes]}"
+part="${2:?part}"
+minutes="${3:-7}"
+mkdir -p "$out"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$here"
+runs="${RUNS_DIR:-runs_paper}"
+
+strip_ckpt() {  # src dst: a checkpoint without optimizer / scheduler state (evaluation only)
+    python3 - "$1" "$2" <<'EOF'
+import sys, torch
+ckpt = torch.load(sys.argv[1], map_location="cpu", weights_only=False)
+keep = ("state_dict", "hyper_parameters", "epoch", "global_step", "pytorch-lightning_version")
+torch.save({k: ckpt[k] for k in keep if k in ckpt}, sys.argv[2])
+EOF
+}
+
+curve() {  # name config
+    local name="$1" config="$2"
+    local started=$SECONDS
+    python3 -m pictura fit -c "$config" -c configs/learning_curve.yaml ${MAPS_OVERLAY:-} \
+        --trainer.precision="${PRECISION:-bf16-mixed}" --model.init_args.compile_policy="${COMPILE:-true}" \
+        --trainer.max_time="00:00:$(printf %02d "$minutes"):00" --trainer.enable_progress_bar=false \
+        --trainer.default_root_dir="$runs" --trainer.logger.init_args.save_dir="$runs" \
+        --trainer.logger.init_args.name="$name" > "$out/$name.log" 2>&1
+    local rc=$?
+    echo "== $name: exit $rc after $((SECONDS - started)) s"
+    local dir
+    dir="$(ls -d "$runs/$name"/version_* | tail -1)"
+    cp "$dir/eval/density_sweep.jsonl" "$out/${name}_sweeps.jsonl"
+    strip_ckpt "$dir/checkpoints/last.ckpt" "$out/${name}.ckpt"
+    cp "$dir"/events.out.tfevents.* "$out/${name}.tfevents"
+    tail -3 "$out/$name.log"
+}
+
+case "$part" in
+    curve_alberti) curve alberti configs/alberti.yaml ;;
+    curve_vectorized) curve vectorized configs/vectorized.yaml ;;
+    curve_blind) curve vectorized_blind configs/vectorized_blind.yaml ;;
+    indomain)
+        started=$SECONDS
+        python3 -m pictura evaluate --protocol in-domain --device "${EVAL_DEVICE:-cuda}" --ckpt "vectorized=$out/vectorized.ckpt" \
+            --scenarios 200 --steps 3000 --densities 60 120 150 --no-progress \
+            --json "$out/indomain_vectorized.json" --png "$out/indomain_vectorized.png" > "$out/indomain.log" 2>&1
+        echo "== indomain: exit $? after $((SECONDS - started)) s (200 scenarios x 3000 steps x 3 densities)"
+        tail -8 "$out/indomain.log"
+        ;;
+    table1)
+        started=$SECONDS
+        python3 -m pictura evaluate --protocol in-domain --device "${EVAL_DEVICE:-cuda}" \
+            --ckpt "vectorized=$out/vectorized.ckpt" --ckpt "vectorized-blind=$out/vectorized_blind.ckpt" \
+            --ckpt "alberti=$out/alberti.ckpt" --scenarios "${TABLE1_SCENARIOS:-32}" --steps "${TABLE1_STEPS:-1000}" \
+            --densities 60 120 150 --no-progress --json "$out/table1.json" --png "$out/table1.png" > "$out/table1.log" 2>&1
+        echo "== table1: exit $? after $((SECONDS - started)) s"
+        tail -12 "$out/table1.log"
+        ;;
+    probes)
+        started=$SECONDS
+        python3 -m pictura probe removal --ckpt "$out/alberti.ckpt" --device cuda --map "${PROBE_MAP:-carla:Town10HD}" \
+            --agents 60 --states 32 --egos 8 --json "$out/probe_removal.json" --png "$out/probe_removal.png" \
+            > "$out/probe_removal.log" 2>&1
+        echo "== removal: exit $? after $((SECONDS - started)) s"
+        tail -4 "$out/probe_removal.log"
+        started=$SECONDS
+        python3 -m pictura probe takeover --ckpt "$out/alberti.ckpt" --against constant:7 --device cuda \
+            --map "${PROBE_MAP:-carla:Town10HD}" --agents 60 --record-steps 600 --cases 100 \
+            --json "$out/probe_takeover.json" --png "$out/probe_takeover.png" > "$out/probe_takeover.log" 2>&1
+        echo "== takeover: exit $? after $((SECONDS - started)) s"
+        tail -4 "$out/probe_takeover.log"
+        ;;
+    *) echo "unknown part $part"; exit 2 ;;
+esac
