@@ -18,7 +18,7 @@ minutes="${3:-7}"
 mkdir -p "$out"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
-runs="${RUNS_DIR:-runs_paper}"
+runs="${RUNS_DIR:-runs/paper_runs}"
 
 strip_ckpt() {  # src dst: a checkpoint without optimizer / scheduler state (evaluation only)
     python3 - "$1" "$2" <<'EOF'
