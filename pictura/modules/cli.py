@@ -44,8 +44,39 @@ _resolvers.has_dunder_new_method = _own_dunder_new
 warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
 
 
+def _differences(asked, used, prefix: str = "model") -> list[str]:
+    """Dotted keys where the model config ``used`` differs from what the command ``asked``."""
+    if isinstance(asked, dict) and isinstance(used, dict):
+        out = []
+        for key in sorted(set(asked) | set(used)):
+            out += _differences(asked.get(key), used.get(key), f"{prefix}.{key}")
+        return out
+    return [] if asked == used else [f"{prefix}: {asked!r} (checkpoint: {used!r})"]
+
+
 class PicturaCLI(LightningCLI):
     """LightningCLI with Pictura's defaults (no datamodule: PPO makes its own data)."""
+
+    def _parse_ckpt_path(self) -> None:
+        """Lightning replaces the model config with the one saved in ``--ckpt_path``, silently
+        dropping this command's model settings (a longer ``max_iterations`` to continue a run
+        would be lost). Here the command's settings win and the differences are printed; a
+        checkpoint whose weights do not fit them is refused by `PPO.on_load_checkpoint` with
+        the mismatched tensors named. Without a model config of its own (e.g. ``test
+        --ckpt_path``), the checkpoint's is used."""
+        sub = self.config.get("subcommand")
+        if not sub or not self.config[sub].get("ckpt_path") or self.config[sub].get("model") is None:
+            return super()._parse_ckpt_path()
+        asked = self.config[sub]["model"]
+        asked_dict = asked.as_dict()
+        super()._parse_ckpt_path()
+        diffs = _differences(asked_dict, self.config[sub]["model"].as_dict())
+        self.config[sub]["model"] = asked
+        if diffs:
+            print(
+                f"--ckpt_path: this command's model settings replace the checkpoint's: {'; '.join(diffs)}",
+                file=sys.stderr,
+            )
 
 
 def run_lightning_cli(argv: list[str] | None = None, run: bool = True) -> PicturaCLI:

@@ -283,6 +283,26 @@ class PPO(LightningModule):
         self.minibatch_local = self.hparams.minibatch_size // world_size
         self.chunk_local = min(self.hparams.chunk_size or self.minibatch_local, self.minibatch_local)
 
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """Refuse a checkpoint from an incompatible config with an error naming what differs
+        (before Lightning's strict load would fail on the first mismatched tensor)."""
+        saved = checkpoint.get("state_dict", {})
+        own = self.state_dict()
+        missing = sorted(set(own) - set(saved))
+        unexpected = sorted(set(saved) - set(own))
+        wrong = [
+            f"{k}: checkpoint {tuple(saved[k].shape)}, this config {tuple(own[k].shape)}"
+            for k in own
+            if k in saved and tuple(saved[k].shape) != tuple(own[k].shape)
+        ]
+        if missing or unexpected or wrong:
+            problems = wrong[:3] + [f"missing {k}" for k in missing[:3]] + [f"unexpected {k}" for k in unexpected[:3]]
+            raise ValueError(
+                "checkpoint does not fit this config (a different policy or observation section?): "
+                + "; ".join(problems)
+                + (" ..." if len(wrong) + len(missing) + len(unexpected) > len(problems) else "")
+            )
+
     def train_dataloader(self) -> DataLoader:
         count = self.hparams.max_iterations
         return DataLoader(_Iterations(count), batch_size=None, num_workers=0)

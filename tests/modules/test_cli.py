@@ -105,10 +105,21 @@ def test_resume_from_checkpoint_continues(first_run):
         "--trainer.logger.init_args.version=v1", f"--ckpt_path={ckpt}",
     ])
     assert int(resumed.model.iteration) == 2
+    assert resumed.model.hparams.max_iterations == 2  # the command's setting, not the checkpoint's 1
     assert resumed.trainer.global_step > step_before
     assert resumed.model.lr_schedulers().last_epoch == 2
     # cosine over 2 iterations: after both, the learning rate reached 0
     assert resumed.model.optimizers().param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_checkpoint_from_an_incompatible_config_names_the_mismatch(first_run):
+    root, config, _ = first_run
+    ckpt = root / "tiny" / "v0" / "checkpoints" / "last.ckpt"
+    with pytest.raises(ValueError, match=r"does not fit this config.*trunk.*\(32, 48\).*\(16, 48\)"):
+        run_lightning_cli([
+            "fit", "-c", str(config), "--model.init_args.policy.init_args.trunk_width=16",
+            "--model.init_args.max_iterations=2", "--trainer.logger.init_args.version=v2", f"--ckpt_path={ckpt}",
+        ])
 
 
 def test_print_config_round_trips(tmp_path, capsys, first_run):
