@@ -491,14 +491,76 @@ _CELL_PART = wp.constant(CELL_PART)
 
 
 @wp.kernel
-def gather_parts(
-    # snapshot history and requests
+def view_setup(
     agent_box: wp.array3d(dtype=wp.float32),
     requests: wp.array2d(dtype=wp.int32),
     request_offset: int,
-    # rig
     cam_extr: wp.array2d(dtype=wp.float32),
     num_cams: int,
+    focal: float,
+    cx: float,
+    width: float,
+    far: float,
+    slot_world: wp.array(dtype=wp.int32),
+    world_map: wp.array(dtype=wp.int32),
+    num_slots: int,
+    map_grid_origin: wp.array(dtype=wp.vec2),
+    map_grid_dims: wp.array2d(dtype=wp.int32),
+    cell_size: float,
+    view_base: int,
+    # outputs; an invalid request gets world -1 and empty lists (it renders black)
+    view_origin_out: wp.array(dtype=wp.vec3),
+    view_basis_out: wp.array(dtype=wp.mat33),
+    view_step_out: wp.array(dtype=wp.int32),
+    view_world_out: wp.array(dtype=wp.int32),
+    view_ground_out: wp.array(dtype=wp.float32),
+    view_slot_out: wp.array(dtype=wp.int32),
+    view_query_out: wp.array(dtype=wp.vec4i),
+    cand_count_out: wp.array(dtype=wp.int32),
+    list_count_out: wp.array(dtype=wp.int32),
+):
+    """Thread per view: the camera (as `gather_views` builds it) and its grid query, once, for
+    the (view, part) threads of `gather_parts`."""
+    v = view_base + wp.tid()
+    r = request_offset + v / num_cams
+    cam = v - (v / num_cams) * num_cams
+    step = requests[r, 0]
+    slot = requests[r, 1]
+    cand_count_out[v] = 0
+    list_count_out[v] = 0
+    view_world_out[v] = -1
+    view_step_out[v] = 0
+    view_slot_out[v] = -1
+    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= num_slots:
+        return
+    if agent_box[step, slot, 7] < 0.0:
+        return
+    world = slot_world[slot]
+    o = camera_origin(agent_box, step, slot, cam_extr, cam)
+    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
+    view_origin_out[v] = o
+    view_basis_out[v] = camera_basis(yaw, cam_extr[cam, 4])
+    view_step_out[v] = step
+    view_world_out[v] = world
+    view_ground_out[v] = agent_box[step, slot, 2]
+    view_slot_out[v] = slot
+    m = world_map[world]
+    view_query_out[v] = grid_query(
+        o, yaw, focal, cx, width, far, map_grid_origin[m], map_grid_dims[m, 0], map_grid_dims[m, 1], cell_size
+    )
+
+
+@wp.kernel
+def gather_parts(
+    # per-view camera and grid query from `view_setup`
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_step: wp.array(dtype=wp.int32),
+    view_world: wp.array(dtype=wp.int32),
+    view_slot: wp.array(dtype=wp.int32),
+    view_query: wp.array(dtype=wp.vec4i),
+    agent_box: wp.array3d(dtype=wp.float32),
+    # rig
     focal: float,
     cx: float,
     cy: float,
@@ -507,7 +569,6 @@ def gather_parts(
     near: float,
     far: float,
     # layout
-    slot_world: wp.array(dtype=wp.int32),
     world_map: wp.array(dtype=wp.int32),
     world_slot_start: wp.array(dtype=wp.int32),
     world_slot_count: wp.array(dtype=wp.int32),
@@ -522,84 +583,61 @@ def gather_parts(
     wall_height: wp.array(dtype=wp.float32),
     light_pos: wp.array(dtype=wp.vec3),
     light_heading: wp.array(dtype=wp.float32),
-    map_grid_origin: wp.array(dtype=wp.vec2),
     map_grid_dims: wp.array2d(dtype=wp.int32),
     map_cell_base: wp.array(dtype=wp.int32),
     cell_start: wp.array(dtype=wp.int32),
     entry_ref: wp.array(dtype=wp.int32),
     entry_min_cell: wp.array2d(dtype=wp.int32),
-    cell_size: float,
     # parts per view: ``agent_parts`` blocks of AGENT_PART snapshot rows, then the grid query's
     # rows, each cut into ``col_parts`` runs of CELL_PART cells (row-major)
     agent_parts: int,
     col_parts: int,
-    capacity: int,
     view_base: int,
     # write = 0 counts each part's candidates into part_count; write = 1 (same tests again)
-    # appends them at the part's offset, so the buffer holds them in serial gather order
+    # appends them at the part's offset (`scan_parts` turned the counts into offsets), so the
+    # buffer holds them in serial gather order
     write: int,
     part_count: wp.array2d(dtype=wp.int32),
     # outputs
     cand_ref_out: wp.array2d(dtype=wp.int32),
     cand_bound_out: wp.array2d(dtype=wp.float32),
-    cand_count_out: wp.array(dtype=wp.int32),
-    list_count_out: wp.array(dtype=wp.int32),
-    view_origin_out: wp.array(dtype=wp.vec3),
-    view_basis_out: wp.array(dtype=wp.mat33),
-    view_step_out: wp.array(dtype=wp.int32),
-    view_world_out: wp.array(dtype=wp.int32),
-    view_ground_out: wp.array(dtype=wp.float32),
 ):
     """Thread per (view, part): `gather_views` mode 0 cut into independent parts.
 
     The parts in order visit exactly what the serial gather visits, in its order (world
     agents, parked cars, grid cells row by row), so the candidate buffer (and everything
-    downstream) is the serial one's, from ~50 threads per view instead of one.
+    downstream) is the serial one's, from ~90 threads per view instead of one. The camera and
+    grid query come from `view_setup` (no trigonometry here); grid parts outside the query
+    return after one load.
     """
     tid = wp.tid()
     parts = part_count.shape[1]
     v = view_base + tid / parts
     part = tid - (tid / parts) * parts
+    world = view_world[v]
+    if world < 0:
+        if write == 0:
+            part_count[v, part] = 0
+        return
+    n = int(0)
+    if part >= agent_parts:
+        q = view_query[v]
+        row = (part - agent_parts) / col_parts
+        gy = q[1] + row
+        gx0 = q[0] + (part - agent_parts - row * col_parts) * _CELL_PART
+        if gy > q[3] or gx0 > q[2]:
+            if write == 0:
+                part_count[v, part] = 0
+            return
     cand_cap = cand_ref_out.shape[1]
     offset = int(0)
-    if write == 0:
-        part_count[v, part] = 0
-    else:
-        total = int(0)
-        for p in range(parts):
-            c = part_count[v, p]
-            if p < part:
-                offset += c
-            total += c
-        if part == 0:
-            cand_count_out[v] = total
-            list_count_out[v] = wp.min(total, capacity)
-    r = request_offset + v / num_cams
-    cam = v - (v / num_cams) * num_cams
-    step = requests[r, 0]
-    slot = requests[r, 1]
-    valid = int(1)
-    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= num_slots:
-        valid = 0
-    elif agent_box[step, slot, 7] < 0.0:
-        valid = 0
-    if valid == 0:
-        if part == 0 and write == 0:
-            view_world_out[v] = -1
-            view_step_out[v] = 0
-        return
-    world = slot_world[slot]
-    o = camera_origin(agent_box, step, slot, cam_extr, cam)
-    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
-    basis = camera_basis(yaw, cam_extr[cam, 4])
-    if part == 0 and write == 0:
-        view_origin_out[v] = o
-        view_basis_out[v] = basis
-        view_step_out[v] = step
-        view_world_out[v] = world
-        view_ground_out[v] = agent_box[step, slot, 2]
-    n = int(0)
+    if write == 1:
+        offset = part_count[v, part]
+    o = view_origin[v]
+    basis = view_basis[v]
+    step = view_step[v]
     if part < agent_parts:
+        slot = view_slot[v]
         base = part * _AGENT_PART
         n_agents = world_slot_count[world]
         for j in range(_AGENT_PART):
@@ -622,14 +660,12 @@ def gather_parts(
         if write == 0:
             part_count[v, part] = n
         return
-    m = world_map[world]
-    nx = map_grid_dims[m, 0]
-    q = grid_query(o, yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
+    q = view_query[v]
     row = (part - agent_parts) / col_parts
     gy = q[1] + row
     gx0 = q[0] + (part - agent_parts - row * col_parts) * _CELL_PART
-    if gy > q[3] or gx0 > q[2]:
-        return
+    m = world_map[world]
+    nx = map_grid_dims[m, 0]
     cbase = map_cell_base[m]
     for gx in range(gx0, wp.min(gx0 + _CELL_PART, q[2] + 1)):
         cell = cbase + gy * nx + gx
@@ -649,6 +685,25 @@ def gather_parts(
                 n += 1
     if write == 0:
         part_count[v, part] = n
+
+
+@wp.kernel
+def scan_parts(
+    capacity: int,
+    view_base: int,
+    part_count: wp.array2d(dtype=wp.int32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    list_count_out: wp.array(dtype=wp.int32),
+):
+    """Thread per view: part counts -> exclusive offsets in place; the view's candidate count."""
+    v = view_base + wp.tid()
+    total = int(0)
+    for p in range(part_count.shape[1]):
+        c = part_count[v, p]
+        part_count[v, p] = total
+        total += c
+    cand_count_out[v] = total
+    list_count_out[v] = wp.min(total, capacity)
 
 
 @wp.kernel
