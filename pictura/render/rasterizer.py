@@ -190,16 +190,20 @@ class Renderer:
             if self._tile_major:
                 px_per_view = ((W + tile - 1) // tile) * ((H + tile - 1) // tile) * tile * tile
             mask = self._tile_mask(views)
+            # One ray per pixel (the default) has its own kernel: no sample loop, fewer registers.
+            kernel, ss = kernels.raster_views, []
+            if self.supersample > 1:
+                kernel, ss = kernels.raster_views_ss, [self.supersample]
             for base, count in self._launch_ranges(views, px_per_view):
                 wp.launch(
-                    kernels.raster_views,
+                    kernel,
                     dim=count * px_per_view,
                     inputs=[
                         self._view_origin, self._view_basis, self._view_world, self._view_ground,
-                        self._list_ref, self._list_bound, self._rec, mask,
+                        self._list_bound, self._rec, mask,
                         self._face_color, self._misc_color,
                         focal, cx, cy, self.rig.near, self.rig.far,
-                        self.supersample, int(self.antialias), start * C, base, int(self._tile_major),
+                        *ss, int(self.antialias), start * C, base, int(self._tile_major),
                     ],
                     outputs=[out],
                     device=self.device,
