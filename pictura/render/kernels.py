@@ -1330,14 +1330,15 @@ def trace_ray(
     tile_mask: wp.array3d(dtype=wp.uint32),
     tile: int,
     face_color: wp.array(dtype=wp.vec3),
-    bg: wp.vec3,
-    wall_color: wp.vec3,
+    misc_color: wp.array(dtype=wp.vec3),
+    on_ground: int,
     pix: float,
     near: float,
     far: float,
     antialias: int,
 ) -> wp.vec3:
-    """Colour seen along the unit ray d from the camera centre: front-to-back composite over ``bg``.
+    """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
+    ground (``on_ground`` = 1) or the sky; palette colours are read after the walk (registers).
 
     Pass 1 walks the tile's entries nearest bound first; each entry costs one round of
     independent loads (its bound and its 3-word record, one address for the whole warp) and
@@ -1414,11 +1415,13 @@ def trace_ray(
         fa[1] = fa[2]
         fa[2] = fa[3]
         r2 = rec[v, k, 2]
-        frag = record_fragment(rec[v, k, 0], rec[v, k, 1], r2, int(r2[3]), d, face_color, wall_color, pix, near, far, antialias)
+        frag = record_fragment(
+            rec[v, k, 0], rec[v, k, 1], r2, int(r2[3]), d, face_color, misc_color[2], pix, near, far, antialias
+        )
         w = (1.0 - alpha) * a
         acc += w * wp.vec3(frag[1], frag[2], frag[3])
         alpha += w
-    return acc + (1.0 - alpha) * bg
+    return acc + (1.0 - alpha) * misc_color[on_ground]
 
 
 @wp.func
@@ -1454,14 +1457,16 @@ def store_pixel(image_out: wp.array4d(dtype=wp.uint8), i: int, py: int, px: int,
 
 
 @wp.func
-def ray_background(d: wp.vec3, o: wp.vec3, ground_z: float, sky: wp.vec3, ground: wp.vec3) -> wp.vec3:
-    """Ground below the horizon (the plane z = ground_z), sky above."""
+def ray_background(d: wp.vec3, o: wp.vec3, ground_z: float) -> int:
+    """1 (misc_color's ground) below the horizon (the plane z = ground_z), 0 (sky) above."""
     if d[2] < -1.0e-6 and (ground_z - o[2]) / d[2] > 0.0:
-        return ground
-    return sky
+        return 1
+    return 0
 
 
-@wp.kernel
+# 80 registers (ptxas: 87 uncapped, 8 bytes spilled at 80) fit 3 blocks of 256 threads per SM
+# instead of 2: the walk is load-latency bound, so resident warps are what hides it.
+@wp.kernel(cuda_max_registers=80)
 def raster_views(
     # per-view data from view_setup / gather_* / rank_candidates / entry_setup / bin_tiles
     view_origin: wp.array(dtype=wp.vec3),
@@ -1503,11 +1508,9 @@ def raster_views(
     o = view_origin[v]
     basis = view_basis[v]
     d = wp.normalize(basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5)))
-    bg = ray_background(d, o, view_ground[v], misc_color[0], misc_color[1])
+    bg = ray_background(d, o, view_ground[v])
     tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
-    color = trace_ray(
-        v, d, rec, list_bound, tile_mask, tile, face_color, bg, misc_color[2], 1.0 / focal, near, far, antialias
-    )
+    color = trace_ray(v, d, rec, list_bound, tile_mask, tile, face_color, misc_color, bg, 1.0 / focal, near, far, antialias)
     store_pixel(image_out, out_offset + v, py, px, color)
 
 
@@ -1559,9 +1562,9 @@ def raster_views_ss(
             u = float(px * supersample + sx) + 0.5
             w = float(py * supersample + sy) + 0.5
             d = wp.normalize(basis[0] * f + basis[1] * (cx * ss - u) + basis[2] * (cy * ss - w))
-            bg = ray_background(d, o, ground_z, misc_color[0], misc_color[1])
+            bg = ray_background(d, o, ground_z)
             color += trace_ray(
-                v, d, rec, list_bound, tile_mask, tile, face_color, bg, misc_color[2], pix, near, far, antialias
+                v, d, rec, list_bound, tile_mask, tile, face_color, misc_color, bg, pix, near, far, antialias
             )
     store_pixel(image_out, out_offset + v, py, px, color / (ss * ss))
 
