@@ -3,14 +3,15 @@
 One Warp module (one compile). A *view* is one (request, camera) pair; views of a chunk are
 numbered ``v = (request - request_offset) * C + camera``.
 
-1. `gather_parts` (thread per (view, part)): builds the camera basis from the ego's box and
-   gathers, per part, a block of snapshot rows (the world's agents, its parked cars) or a run of
-   grid cells of one row under the camera's horizontal field of view (a sector of radius
-   ``far``); rejects what lies outside the frustum with a bounding-sphere test. Run twice
-   (count, then write at the part's offset) it fills a per-view candidate buffer, with a lower
-   bound on each candidate's ray distance, exactly as the serial `gather_views` (thread per
-   view, mode 0) does. Views with more candidates than the buffer holds are redone by
-   `gather_views` mode 1 with a bounded, stable insertion sort (the farthest drop).
+1. `view_setup` (thread per view) builds the camera basis from the ego's box and the grid
+   query (cells under the camera's horizontal field of view, a sector of radius ``far``);
+   `gather_parts` (thread per (view, part)) gathers, per part, a block of snapshot rows (the
+   world's agents, its parked cars) or a run of grid cells of one query row, rejecting what
+   lies outside the frustum with a bounding-sphere test. Run twice (count; `scan_parts` turns
+   the counts into offsets; write at the part's offset) it fills a per-view candidate buffer,
+   with a lower bound on each candidate's ray distance, exactly as the serial `gather_views`
+   (thread per view, mode 0) does. Views with more candidates than the buffer holds are redone
+   by `gather_views` mode 1 with a bounded, stable insertion sort (the farthest drop).
 2. `rank_candidates` (thread per candidate): scatters each candidate to its rank by
    (bound, gather order) and keeps the ``K`` nearest: the same list the insertion sort builds,
    but with no O(K) shifting in global memory and with ``cand_cap`` times more threads.
@@ -18,12 +19,12 @@ numbered ``v = (request - request_offset) * C + camera``.
    per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines);
    `bin_tiles` (thread per (view, tile, 32 entries)) sets one bit per (tile, entry) for the
    ``TILE_PX``-square screen tiles the outline may touch.
-4. `raster_views` (thread per output pixel, pixels grouped by screen tile): casts ``s x s``
-   rays (``s`` = supersample) through the pixel, tests its tile's entries front to back from
-   their records into a 4-slot depth-sorted fragment buffer, stops once the next primitive's
-   bound lies behind an opaque fragment, then composites the fragments front to back over
-   ground or sky. Coverage is analytic: the signed distance (m) of the ray's hit point to the
-   primitive's edge divided by the pixel footprint at that depth.
+4. `raster_views` (thread per output pixel, pixels grouped by screen tile; `raster_views_ss`
+   with ``s x s`` rays per pixel): tests its tile's entries front to back from their records
+   (depth and coverage only) into a 4-slot depth-sorted register buffer, stops once the next
+   primitive's bound lies behind an opaque fragment, then colours and composites the kept
+   fragments front to back over ground or sky. Coverage is analytic: the signed distance (m)
+   of the ray's hit point to the primitive's edge divided by the pixel footprint at that depth.
 
 Per-view-parallel kernels take a ``view_base`` so a chunk can be split into launches of fewer
 than 2^31 threads (Warp's limit on one launch).
