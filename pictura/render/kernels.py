@@ -3,14 +3,15 @@
 One Warp module (one compile). A *view* is one (request, camera) pair; views of a chunk are
 numbered ``v = (request - request_offset) * C + camera``.
 
-1. `gather_parts` (thread per (view, part)): builds the camera basis from the ego's box and
-   gathers, per part, a block of snapshot rows (the world's agents, its parked cars) or a run of
-   grid cells of one row under the camera's horizontal field of view (a sector of radius
-   ``far``); rejects what lies outside the frustum with a bounding-sphere test. Run twice
-   (count, then write at the part's offset) it fills a per-view candidate buffer, with a lower
-   bound on each candidate's ray distance, exactly as the serial `gather_views` (thread per
-   view, mode 0) does. Views with more candidates than the buffer holds are redone by
-   `gather_views` mode 1 with a bounded, stable insertion sort (the farthest drop).
+1. `view_setup` (thread per view) builds the camera basis from the ego's box and the grid
+   query (cells under the camera's horizontal field of view, a sector of radius ``far``);
+   `gather_parts` (thread per (view, part)) gathers, per part, a block of snapshot rows (the
+   world's agents, its parked cars) or a run of grid cells of one query row, rejecting what
+   lies outside the frustum with a bounding-sphere test. Run twice (count; `scan_parts` turns
+   the counts into offsets; write at the part's offset) it fills a per-view candidate buffer,
+   with a lower bound on each candidate's ray distance, exactly as the serial `gather_views`
+   (thread per view, mode 0) does. Views with more candidates than the buffer holds are redone
+   by `gather_views` mode 1 with a bounded, stable insertion sort (the farthest drop).
 2. `rank_candidates` (thread per candidate): scatters each candidate to its rank by
    (bound, gather order) and keeps the ``K`` nearest: the same list the insertion sort builds,
    but with no O(K) shifting in global memory and with ``cand_cap`` times more threads.
@@ -18,12 +19,12 @@ numbered ``v = (request - request_offset) * C + camera``.
    per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines);
    `bin_tiles` (thread per (view, tile, 32 entries)) sets one bit per (tile, entry) for the
    ``TILE_PX``-square screen tiles the outline may touch.
-4. `raster_views` (thread per output pixel, pixels grouped by screen tile): casts ``s x s``
-   rays (``s`` = supersample) through the pixel, tests its tile's entries front to back from
-   their records into a 4-slot depth-sorted fragment buffer, stops once the next primitive's
-   bound lies behind an opaque fragment, then composites the fragments front to back over
-   ground or sky. Coverage is analytic: the signed distance (m) of the ray's hit point to the
-   primitive's edge divided by the pixel footprint at that depth.
+4. `raster_views` (thread per output pixel, pixels grouped by screen tile; `raster_views_ss`
+   with ``s x s`` rays per pixel): tests its tile's entries front to back from their records
+   (depth and coverage only) into a 4-slot depth-sorted register buffer, stops once the next
+   primitive's bound lies behind an opaque fragment, then colours and composites the kept
+   fragments front to back over ground or sky. Coverage is analytic: the signed distance (m)
+   of the ray's hit point to the primitive's edge divided by the pixel footprint at that depth.
 
 Per-view-parallel kernels take a ``view_base`` so a chunk can be split into launches of fewer
 than 2^31 threads (Warp's limit on one launch).
@@ -491,14 +492,76 @@ _CELL_PART = wp.constant(CELL_PART)
 
 
 @wp.kernel
-def gather_parts(
-    # snapshot history and requests
+def view_setup(
     agent_box: wp.array3d(dtype=wp.float32),
     requests: wp.array2d(dtype=wp.int32),
     request_offset: int,
-    # rig
     cam_extr: wp.array2d(dtype=wp.float32),
     num_cams: int,
+    focal: float,
+    cx: float,
+    width: float,
+    far: float,
+    slot_world: wp.array(dtype=wp.int32),
+    world_map: wp.array(dtype=wp.int32),
+    num_slots: int,
+    map_grid_origin: wp.array(dtype=wp.vec2),
+    map_grid_dims: wp.array2d(dtype=wp.int32),
+    cell_size: float,
+    view_base: int,
+    # outputs; an invalid request gets world -1 and empty lists (it renders black)
+    view_origin_out: wp.array(dtype=wp.vec3),
+    view_basis_out: wp.array(dtype=wp.mat33),
+    view_step_out: wp.array(dtype=wp.int32),
+    view_world_out: wp.array(dtype=wp.int32),
+    view_ground_out: wp.array(dtype=wp.float32),
+    view_slot_out: wp.array(dtype=wp.int32),
+    view_query_out: wp.array(dtype=wp.vec4i),
+    cand_count_out: wp.array(dtype=wp.int32),
+    list_count_out: wp.array(dtype=wp.int32),
+):
+    """Thread per view: the camera (as `gather_views` builds it) and its grid query, once, for
+    the (view, part) threads of `gather_parts`."""
+    v = view_base + wp.tid()
+    r = request_offset + v / num_cams
+    cam = v - (v / num_cams) * num_cams
+    step = requests[r, 0]
+    slot = requests[r, 1]
+    cand_count_out[v] = 0
+    list_count_out[v] = 0
+    view_world_out[v] = -1
+    view_step_out[v] = 0
+    view_slot_out[v] = -1
+    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= num_slots:
+        return
+    if agent_box[step, slot, 7] < 0.0:
+        return
+    world = slot_world[slot]
+    o = camera_origin(agent_box, step, slot, cam_extr, cam)
+    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
+    view_origin_out[v] = o
+    view_basis_out[v] = camera_basis(yaw, cam_extr[cam, 4])
+    view_step_out[v] = step
+    view_world_out[v] = world
+    view_ground_out[v] = agent_box[step, slot, 2]
+    view_slot_out[v] = slot
+    m = world_map[world]
+    view_query_out[v] = grid_query(
+        o, yaw, focal, cx, width, far, map_grid_origin[m], map_grid_dims[m, 0], map_grid_dims[m, 1], cell_size
+    )
+
+
+@wp.kernel
+def gather_parts(
+    # per-view camera and grid query from `view_setup`
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_step: wp.array(dtype=wp.int32),
+    view_world: wp.array(dtype=wp.int32),
+    view_slot: wp.array(dtype=wp.int32),
+    view_query: wp.array(dtype=wp.vec4i),
+    agent_box: wp.array3d(dtype=wp.float32),
+    # rig
     focal: float,
     cx: float,
     cy: float,
@@ -507,7 +570,6 @@ def gather_parts(
     near: float,
     far: float,
     # layout
-    slot_world: wp.array(dtype=wp.int32),
     world_map: wp.array(dtype=wp.int32),
     world_slot_start: wp.array(dtype=wp.int32),
     world_slot_count: wp.array(dtype=wp.int32),
@@ -522,84 +584,61 @@ def gather_parts(
     wall_height: wp.array(dtype=wp.float32),
     light_pos: wp.array(dtype=wp.vec3),
     light_heading: wp.array(dtype=wp.float32),
-    map_grid_origin: wp.array(dtype=wp.vec2),
     map_grid_dims: wp.array2d(dtype=wp.int32),
     map_cell_base: wp.array(dtype=wp.int32),
     cell_start: wp.array(dtype=wp.int32),
     entry_ref: wp.array(dtype=wp.int32),
     entry_min_cell: wp.array2d(dtype=wp.int32),
-    cell_size: float,
     # parts per view: ``agent_parts`` blocks of AGENT_PART snapshot rows, then the grid query's
     # rows, each cut into ``col_parts`` runs of CELL_PART cells (row-major)
     agent_parts: int,
     col_parts: int,
-    capacity: int,
     view_base: int,
     # write = 0 counts each part's candidates into part_count; write = 1 (same tests again)
-    # appends them at the part's offset, so the buffer holds them in serial gather order
+    # appends them at the part's offset (`scan_parts` turned the counts into offsets), so the
+    # buffer holds them in serial gather order
     write: int,
     part_count: wp.array2d(dtype=wp.int32),
     # outputs
     cand_ref_out: wp.array2d(dtype=wp.int32),
     cand_bound_out: wp.array2d(dtype=wp.float32),
-    cand_count_out: wp.array(dtype=wp.int32),
-    list_count_out: wp.array(dtype=wp.int32),
-    view_origin_out: wp.array(dtype=wp.vec3),
-    view_basis_out: wp.array(dtype=wp.mat33),
-    view_step_out: wp.array(dtype=wp.int32),
-    view_world_out: wp.array(dtype=wp.int32),
-    view_ground_out: wp.array(dtype=wp.float32),
 ):
     """Thread per (view, part): `gather_views` mode 0 cut into independent parts.
 
     The parts in order visit exactly what the serial gather visits, in its order (world
     agents, parked cars, grid cells row by row), so the candidate buffer (and everything
-    downstream) is the serial one's, from ~50 threads per view instead of one.
+    downstream) is the serial one's, from ~90 threads per view instead of one. The camera and
+    grid query come from `view_setup` (no trigonometry here); grid parts outside the query
+    return after one load.
     """
     tid = wp.tid()
     parts = part_count.shape[1]
     v = view_base + tid / parts
     part = tid - (tid / parts) * parts
+    world = view_world[v]
+    if world < 0:
+        if write == 0:
+            part_count[v, part] = 0
+        return
+    n = int(0)
+    if part >= agent_parts:
+        q = view_query[v]
+        row = (part - agent_parts) / col_parts
+        gy = q[1] + row
+        gx0 = q[0] + (part - agent_parts - row * col_parts) * _CELL_PART
+        if gy > q[3] or gx0 > q[2]:
+            if write == 0:
+                part_count[v, part] = 0
+            return
     cand_cap = cand_ref_out.shape[1]
     offset = int(0)
-    if write == 0:
-        part_count[v, part] = 0
-    else:
-        total = int(0)
-        for p in range(parts):
-            c = part_count[v, p]
-            if p < part:
-                offset += c
-            total += c
-        if part == 0:
-            cand_count_out[v] = total
-            list_count_out[v] = wp.min(total, capacity)
-    r = request_offset + v / num_cams
-    cam = v - (v / num_cams) * num_cams
-    step = requests[r, 0]
-    slot = requests[r, 1]
-    valid = int(1)
-    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= num_slots:
-        valid = 0
-    elif agent_box[step, slot, 7] < 0.0:
-        valid = 0
-    if valid == 0:
-        if part == 0 and write == 0:
-            view_world_out[v] = -1
-            view_step_out[v] = 0
-        return
-    world = slot_world[slot]
-    o = camera_origin(agent_box, step, slot, cam_extr, cam)
-    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
-    basis = camera_basis(yaw, cam_extr[cam, 4])
-    if part == 0 and write == 0:
-        view_origin_out[v] = o
-        view_basis_out[v] = basis
-        view_step_out[v] = step
-        view_world_out[v] = world
-        view_ground_out[v] = agent_box[step, slot, 2]
-    n = int(0)
+    if write == 1:
+        offset = part_count[v, part]
+    o = view_origin[v]
+    basis = view_basis[v]
+    step = view_step[v]
     if part < agent_parts:
+        slot = view_slot[v]
         base = part * _AGENT_PART
         n_agents = world_slot_count[world]
         for j in range(_AGENT_PART):
@@ -622,14 +661,12 @@ def gather_parts(
         if write == 0:
             part_count[v, part] = n
         return
-    m = world_map[world]
-    nx = map_grid_dims[m, 0]
-    q = grid_query(o, yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
+    q = view_query[v]
     row = (part - agent_parts) / col_parts
     gy = q[1] + row
     gx0 = q[0] + (part - agent_parts - row * col_parts) * _CELL_PART
-    if gy > q[3] or gx0 > q[2]:
-        return
+    m = world_map[world]
+    nx = map_grid_dims[m, 0]
     cbase = map_cell_base[m]
     for gx in range(gx0, wp.min(gx0 + _CELL_PART, q[2] + 1)):
         cell = cbase + gy * nx + gx
@@ -649,6 +686,25 @@ def gather_parts(
                 n += 1
     if write == 0:
         part_count[v, part] = n
+
+
+@wp.kernel
+def scan_parts(
+    capacity: int,
+    view_base: int,
+    part_count: wp.array2d(dtype=wp.int32),
+    cand_count_out: wp.array(dtype=wp.int32),
+    list_count_out: wp.array(dtype=wp.int32),
+):
+    """Thread per view: part counts -> exclusive offsets in place; the view's candidate count."""
+    v = view_base + wp.tid()
+    total = int(0)
+    for p in range(part_count.shape[1]):
+        c = part_count[v, p]
+        part_count[v, p] = total
+        total += c
+    cand_count_out[v] = total
+    list_count_out[v] = wp.min(total, capacity)
 
 
 @wp.kernel
@@ -866,10 +922,11 @@ def entry_setup(
     """Thread per (view, list entry): everything per-pixel work needs, relative to the camera.
 
     Records (3 x vec4; o = camera centre, all positions relative to it):
-      agent  (ol, cos h) (half extents, sin h) (agent kind, -, -, -); ol = camera in box frame
-      line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, -) (colour, -)
-      wall   (a - o, u_x) (u_y, length, b_z - a_z, height) (-)
-      light  (p - o, n_x) (n_y, angular visibility, -, -) (colour, -)
+      agent  (ol, cos h) (half extents, sin h) (agent kind, -, -, R); ol = camera in box frame
+      line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, -) (colour, R)
+      wall   (a - o, u_x) (u_y, length, b_z - a_z, height) (-, -, -, R)
+      light  (p - o, n_x) (n_y, angular visibility, -, -) (colour, R)
+    R = the entry's REF_* kind as a float, so the raster needs no list reference.
     """
     tid = wp.tid()
     cap = list_ref.shape[1]
@@ -897,7 +954,7 @@ def entry_setup(
         rz = o[2] - (agent_box[step, i, 2] + 0.5 * bh)
         rec_out[v, k, 0] = wp.vec4(ca * rx + sa * ry, -sa * rx + ca * ry, rz, ca)
         rec_out[v, k, 1] = wp.vec4(0.5 * agent_box[step, i, 4], 0.5 * agent_box[step, i, 5], 0.5 * bh, sa)
-        rec_out[v, k, 2] = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, 0.0)
+        rec_out[v, k, 2] = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, float(kind))
         if bin == 1:
             rect = box_rect(agent_box, step, i, o, basis, focal, cx, cy, clip)
     elif kind == _REF_LINE:
@@ -913,7 +970,7 @@ def entry_setup(
         col = line_color[line_kind[i]]
         rec_out[v, k, 0] = wp.vec4(a[0] - o[0], a[1] - o[1], ux, uy)
         rec_out[v, k, 1] = wp.vec4(seg_len, zm - o[2], hw, 0.0)
-        rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], 0.0)
+        rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], float(kind))
         if bin == 1:
             # The drawn capsule (round caps) on its plane z = zm.
             du = wp.vec3(ux * hw, uy * hw, 0.0)
@@ -935,7 +992,7 @@ def entry_setup(
         h = wall_height[i]
         rec_out[v, k, 0] = wp.vec4(a[0] - o[0], a[1] - o[1], a[2] - o[2], ux)
         rec_out[v, k, 1] = wp.vec4(uy, seg_len, b[2] - a[2], h)
-        rec_out[v, k, 2] = wp.vec4(0.0)
+        rec_out[v, k, 2] = wp.vec4(0.0, 0.0, 0.0, float(kind))
         if bin == 1 and seg_len > 0.0:
             hz = wp.vec3(0.0, 0.0, h)
             rect = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, v, k, edge_out)
@@ -946,7 +1003,7 @@ def entry_setup(
         col = light_color[state]
         rec_out[v, k, 0] = wp.vec4(p[0] - o[0], p[1] - o[1], p[2] - o[2], wp.cos(hd))
         rec_out[v, k, 1] = wp.vec4(wp.sin(hd), light_visibility(p, hd, o), 0.0, 0.0)
-        rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], 0.0)
+        rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], float(kind))
         if bin == 1:
             # A sphere-ish bound of the disk (any orientation); the whole screen if it reaches
             # behind the clip plane.
@@ -1076,6 +1133,38 @@ def box_fragment(
 
 
 @wp.func
+def box_cover(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec2:
+    """`box_fragment`'s (t, alpha) without its colour: the same tests and arithmetic."""
+    ca = r0[3]
+    sa = r1[3]
+    ol = wp.vec3(r0[0], r0[1], r0[2])
+    e = wp.vec3(r1[0], r1[1], r1[2])
+    dl = wp.vec3(ca * d[0] + sa * d[1], -sa * d[0] + ca * d[1], d[2])
+    cov_sum = float(0.0)
+    best_cov = float(-1.0)
+    best_t = float(0.0)
+    for ax in range(3):
+        side = wp.sign(ol[ax])
+        if wp.abs(ol[ax]) > e[ax] and dl[ax] * side < 0.0:
+            t = (side * e[ax] - ol[ax]) / dl[ax]
+            if t >= near and t <= far:
+                p = ol + t * dl
+                sd = float(-1.0e30)
+                for j in range(3):
+                    if j != ax:
+                        sd = wp.max(sd, wp.abs(p[j]) - e[j])
+                cov = coverage(sd, t * pix, antialias)
+                if cov > 0.0:
+                    cov_sum += cov
+                    if cov > best_cov:
+                        best_cov = cov
+                        best_t = t
+    if cov_sum <= 0.0:
+        return wp.vec2(0.0)
+    return wp.vec2(best_t, wp.min(cov_sum, 1.0))
+
+
+@wp.func
 def box_filter(x: float, lo: float, hi: float, fp: float) -> float:
     """Fraction of the interval [x - fp / 2, x + fp / 2] inside [lo, hi]."""
     return wp.max(0.0, wp.min(x + 0.5 * fp, hi) - wp.max(x - 0.5 * fp, lo)) / fp
@@ -1170,6 +1259,52 @@ def light_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float
 
 
 @wp.func
+def record_fragment(
+    r0: wp.vec4,
+    r1: wp.vec4,
+    r2: wp.vec4,
+    kind: int,
+    d: wp.vec3,
+    face_color: wp.array(dtype=wp.vec3),
+    wall_color: wp.vec3,
+    pix: float,
+    near: float,
+    far: float,
+    antialias: int,
+) -> vec5:
+    """The fragment a record (r0, r1, r2) of REF_* ``kind`` leaves on the ray (alpha 0 = none)."""
+    if kind == _REF_AGENT:
+        return box_fragment(r0, r1, int(r2[0]), d, face_color, pix, near, far, antialias)
+    if kind == _REF_WALL:
+        fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
+        if fw[1] <= 0.0:
+            return vec5(0.0)
+        cw = wall_color * fw[2]
+        return vec5(fw[0], cw[0], cw[1], cw[2], fw[1])
+    f = wp.vec2(0.0)
+    if kind == _REF_LINE:
+        f = line_fragment(r0, r1, d, pix, near, far, antialias)
+    else:
+        f = light_fragment(r0, r1, d, pix, near, far, antialias)
+    if f[1] <= 0.0:
+        return vec5(0.0)
+    return vec5(f[0], r2[0], r2[1], r2[2], f[1])
+
+
+@wp.func
+def record_cover(r0: wp.vec4, r1: wp.vec4, kind: int, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec2:
+    """(t, alpha) of `record_fragment`, without the colour work (face colours, shading)."""
+    if kind == _REF_AGENT:
+        return box_cover(r0, r1, d, pix, near, far, antialias)
+    if kind == _REF_WALL:
+        fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
+        return wp.vec2(fw[0], fw[1])
+    if kind == _REF_LINE:
+        return line_fragment(r0, r1, d, pix, near, far, antialias)
+    return light_fragment(r0, r1, d, pix, near, far, antialias)
+
+
+@wp.func
 def entry_fragment(
     rec: wp.array3d(dtype=wp.vec4),
     v: int,
@@ -1184,55 +1319,42 @@ def entry_fragment(
     antialias: int,
 ) -> vec5:
     """The fragment list entry k of view v leaves on the ray (alpha 0 = none)."""
-    r0 = rec[v, k, 0]
-    r1 = rec[v, k, 1]
-    if kind == _REF_AGENT:
-        return box_fragment(r0, r1, int(rec[v, k, 2][0]), d, face_color, pix, near, far, antialias)
-    if kind == _REF_WALL:
-        fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
-        if fw[1] <= 0.0:
-            return vec5(0.0)
-        cw = wall_color * fw[2]
-        return vec5(fw[0], cw[0], cw[1], cw[2], fw[1])
-    f = wp.vec2(0.0)
-    if kind == _REF_LINE:
-        f = line_fragment(r0, r1, d, pix, near, far, antialias)
-    else:
-        f = light_fragment(r0, r1, d, pix, near, far, antialias)
-    if f[1] <= 0.0:
-        return vec5(0.0)
-    col = rec[v, k, 2]
-    return vec5(f[0], col[0], col[1], col[2], f[1])
+    return record_fragment(rec[v, k, 0], rec[v, k, 1], rec[v, k, 2], kind, d, face_color, wall_color, pix, near, far, antialias)
 
 
 @wp.func
 def trace_ray(
     v: int,
-    o: wp.vec3,
     d: wp.vec3,
-    ground_z: float,
     rec: wp.array3d(dtype=wp.vec4),
-    list_ref: wp.array2d(dtype=wp.int32),
     list_bound: wp.array2d(dtype=wp.float32),
     tile_mask: wp.array3d(dtype=wp.uint32),
     tile: int,
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
+    on_ground: int,
     pix: float,
     near: float,
     far: float,
     antialias: int,
 ) -> wp.vec3:
-    """Colour seen along the unit ray o + t d (front-to-back composite over ground or sky)."""
+    """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
+    ground (``on_ground`` = 1) or the sky; palette colours are read after the walk (registers).
+
+    Pass 1 walks the tile's entries nearest bound first; each entry costs one round of
+    independent loads (its bound and its 3-word record, one address for the whole warp) and
+    only its depth and coverage (`record_cover`, no colour work). The fragments go into a
+    4-slot buffer sorted by depth (stable; the farthest drops when full) of (t, alpha, entry)
+    that lives in registers: every slot is indexed by a constant, an insertion is a fixed
+    sequence of selects. Pass 2 composites the kept fragments front to back, computing only
+    their colours (`record_fragment`).
+    """
     ft = wp.vec4(0.0)
-    fr = wp.vec4(0.0)
-    fg = wp.vec4(0.0)
-    fb = wp.vec4(0.0)
     fa = wp.vec4(0.0)
+    fk = wp.vec4i(0)
     nf = int(0)
     t_opaque = float(1.0e30)
     done = int(0)
-    wall_color = misc_color[2]
     for wd in range(tile_mask.shape[2]):
         bits = tile_mask[v, tile, wd]
         if done == 1:
@@ -1241,81 +1363,71 @@ def trace_ray(
             low = bits & (~bits + wp.uint32(1))
             bits = bits ^ low
             k = wd * 32 + wp.bit_count(low - wp.uint32(1))
-            if list_bound[v, k] >= t_opaque:
+            bound = list_bound[v, k]
+            r0 = rec[v, k, 0]
+            r1 = rec[v, k, 1]
+            kind = int(rec[v, k, 2][3])
+            if bound >= t_opaque:
                 done = 1
                 break
-            frag = entry_fragment(
-                rec, v, k, list_ref[v, k] >> _REF_SHIFT, d, face_color, wall_color, pix, near, far, antialias
-            )
+            f = record_cover(r0, r1, kind, d, pix, near, far, antialias)
+            t = f[0]
             # Fade out over the last 15% before `far` so geometry does not pop at the clip distance.
-            frag[4] = frag[4] * wp.clamp((far - frag[0]) / (_FAR_FADE * far), 0.0, 1.0)
-            if frag[4] <= 0.0 or frag[0] >= t_opaque:
+            fad = f[1] * wp.clamp((far - t) / (_FAR_FADE * far), 0.0, 1.0)
+            if fad <= 0.0 or t >= t_opaque:
                 continue
-            # Insert into the depth-sorted fragment buffer (stable; the farthest drops when full).
-            if nf == _FRAGS:
-                if frag[0] >= ft[_FRAGS - 1]:
-                    continue
-            j = wp.min(nf, _FRAGS - 1)
-            while j > 0:
-                if ft[j - 1] <= frag[0]:
-                    break
-                ft[j] = ft[j - 1]
-                fr[j] = fr[j - 1]
-                fg[j] = fg[j - 1]
-                fb[j] = fb[j - 1]
-                fa[j] = fa[j - 1]
-                j -= 1
-            ft[j] = frag[0]
-            fr[j] = frag[1]
-            fg[j] = frag[2]
-            fb[j] = frag[3]
-            fa[j] = frag[4]
+            # Stable insert: j = the number of kept fragments at or before t; j = 4 drops it.
+            j = int(0)
+            if nf > 0 and ft[0] <= t:
+                j = 1
+                if nf > 1 and ft[1] <= t:
+                    j = 2
+                    if nf > 2 and ft[2] <= t:
+                        j = 3
+                        if nf > 3 and ft[3] <= t:
+                            j = 4
+            if j == 4:
+                continue
+            ft[3] = wp.where(j < 3, ft[2], wp.where(j == 3, t, ft[3]))
+            fa[3] = wp.where(j < 3, fa[2], wp.where(j == 3, fad, fa[3]))
+            fk[3] = wp.where(j < 3, fk[2], wp.where(j == 3, k, fk[3]))
+            ft[2] = wp.where(j < 2, ft[1], wp.where(j == 2, t, ft[2]))
+            fa[2] = wp.where(j < 2, fa[1], wp.where(j == 2, fad, fa[2]))
+            fk[2] = wp.where(j < 2, fk[1], wp.where(j == 2, k, fk[2]))
+            ft[1] = wp.where(j < 1, ft[0], wp.where(j == 1, t, ft[1]))
+            fa[1] = wp.where(j < 1, fa[0], wp.where(j == 1, fad, fa[1]))
+            fk[1] = wp.where(j < 1, fk[0], wp.where(j == 1, k, fk[1]))
+            ft[0] = wp.where(j == 0, t, ft[0])
+            fa[0] = wp.where(j == 0, fad, fa[0])
+            fk[0] = wp.where(j == 0, k, fk[0])
             nf = wp.min(nf + 1, _FRAGS)
-            if frag[4] >= _OPAQUE:
-                t_opaque = wp.min(t_opaque, frag[0])
+            if fad >= _OPAQUE:
+                t_opaque = wp.min(t_opaque, t)
     acc = wp.vec3(0.0)
     alpha = float(0.0)
-    for j in range(nf):
-        w = (1.0 - alpha) * fa[j]
-        acc += w * wp.vec3(fr[j], fg[j], fb[j])
+    for _i in range(nf):
+        # Front slot out, the rest shift up (constant slot indices keep the buffer in registers).
+        k = fk[0]
+        a = fa[0]
+        fk[0] = fk[1]
+        fk[1] = fk[2]
+        fk[2] = fk[3]
+        fa[0] = fa[1]
+        fa[1] = fa[2]
+        fa[2] = fa[3]
+        r2 = rec[v, k, 2]
+        frag = record_fragment(
+            rec[v, k, 0], rec[v, k, 1], r2, int(r2[3]), d, face_color, misc_color[2], pix, near, far, antialias
+        )
+        w = (1.0 - alpha) * a
+        acc += w * wp.vec3(frag[1], frag[2], frag[3])
         alpha += w
-    bg = misc_color[0]
-    if d[2] < -1.0e-6 and (ground_z - o[2]) / d[2] > 0.0:
-        bg = misc_color[1]
-    return acc + (1.0 - alpha) * bg
+    return acc + (1.0 - alpha) * misc_color[on_ground]
 
 
-@wp.kernel
-def raster_views(
-    # per-view data from gather_views / rank_candidates / entry_setup / bin_tiles
-    view_origin: wp.array(dtype=wp.vec3),
-    view_basis: wp.array(dtype=wp.mat33),
-    view_world: wp.array(dtype=wp.int32),
-    view_ground: wp.array(dtype=wp.float32),
-    list_ref: wp.array2d(dtype=wp.int32),
-    list_bound: wp.array2d(dtype=wp.float32),
-    rec: wp.array3d(dtype=wp.vec4),
-    tile_mask: wp.array3d(dtype=wp.uint32),
-    # palette
-    face_color: wp.array(dtype=wp.vec3),
-    misc_color: wp.array(dtype=wp.vec3),
-    # rig (focal and principal point at the output resolution) and options
-    focal: float,
-    cx: float,
-    cy: float,
-    near: float,
-    far: float,
-    supersample: int,
-    antialias: int,
-    out_offset: int,
-    view_base: int,
-    tile_major: int,
-    # output
-    image_out: wp.array4d(dtype=wp.uint8),
-):
-    tid = wp.tid()
-    height = image_out.shape[1]
-    width = image_out.shape[2]
+@wp.func
+def raster_pixel(tid: int, width: int, height: int, view_base: int, tile_major: int) -> wp.vec3i:
+    """(view, px, py) of raster thread ``tid``; px = -1 for a padding thread of a partial tile."""
     v = int(0)
     px = int(0)
     py = int(0)
@@ -1330,33 +1442,132 @@ def raster_views(
         py = (t / tiles_x) * _TILE + q / _TILE
         px = (t - (t / tiles_x) * tiles_x) * _TILE + q - (q / _TILE) * _TILE
         if px >= width or py >= height:
-            return
+            px = -1
     else:
         v = view_base + tid / (width * height)
         rem = tid - (tid / (width * height)) * width * height
         py = rem / width
         px = rem - py * width
-    color = wp.vec3(0.0)
-    if view_world[v] >= 0:
-        o = view_origin[v]
-        basis = view_basis[v]
-        ground_z = view_ground[v]
-        tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
-        ss = float(supersample)
-        f = focal * ss
-        pix = 1.0 / f
-        for sy in range(supersample):
-            for sx in range(supersample):
-                u = float(px * supersample + sx) + 0.5
-                w = float(py * supersample + sy) + 0.5
-                d = wp.normalize(basis[0] * f + basis[1] * (cx * ss - u) + basis[2] * (cy * ss - w))
-                color += trace_ray(
-                    v, o, d, ground_z, rec, list_ref, list_bound, tile_mask, tile, face_color, misc_color,
-                    pix, near, far, antialias,
-                )  # fmt: skip
-        color = color / (ss * ss)
+    return wp.vec3i(v, px, py)
+
+
+@wp.func
+def store_pixel(image_out: wp.array4d(dtype=wp.uint8), i: int, py: int, px: int, color: wp.vec3):
     for ch in range(3):
-        image_out[out_offset + v, py, px, ch] = wp.uint8(int(wp.floor(wp.clamp(color[ch], 0.0, 1.0) * 255.0 + 0.5)))
+        image_out[i, py, px, ch] = wp.uint8(int(wp.floor(wp.clamp(color[ch], 0.0, 1.0) * 255.0 + 0.5)))
+
+
+@wp.func
+def ray_background(d: wp.vec3, o: wp.vec3, ground_z: float) -> int:
+    """1 (misc_color's ground) below the horizon (the plane z = ground_z), 0 (sky) above."""
+    if d[2] < -1.0e-6 and (ground_z - o[2]) / d[2] > 0.0:
+        return 1
+    return 0
+
+
+# 80 registers (ptxas: 87 uncapped, 8 bytes spilled at 80) fit 3 blocks of 256 threads per SM
+# instead of 2: the walk is load-latency bound, so resident warps are what hides it.
+@wp.kernel(cuda_max_registers=80)
+def raster_views(
+    # per-view data from view_setup / gather_* / rank_candidates / entry_setup / bin_tiles
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_world: wp.array(dtype=wp.int32),
+    view_ground: wp.array(dtype=wp.float32),
+    list_bound: wp.array2d(dtype=wp.float32),
+    rec: wp.array3d(dtype=wp.vec4),
+    tile_mask: wp.array3d(dtype=wp.uint32),
+    # palette
+    face_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    # rig (focal and principal point at the output resolution) and options
+    focal: float,
+    cx: float,
+    cy: float,
+    near: float,
+    far: float,
+    antialias: int,
+    out_offset: int,
+    view_base: int,
+    tile_major: int,
+    # output
+    image_out: wp.array4d(dtype=wp.uint8),
+):
+    """Thread per output pixel, one ray through its centre (supersample = 1)."""
+    height = image_out.shape[1]
+    width = image_out.shape[2]
+    vp = raster_pixel(wp.tid(), width, height, view_base, tile_major)
+    v = vp[0]
+    px = vp[1]
+    py = vp[2]
+    if px < 0:
+        return
+    if view_world[v] < 0:
+        # Invalid request (slot -1, empty slot, bad step): black, no list walk.
+        store_pixel(image_out, out_offset + v, py, px, wp.vec3(0.0))
+        return
+    o = view_origin[v]
+    basis = view_basis[v]
+    d = wp.normalize(basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5)))
+    bg = ray_background(d, o, view_ground[v])
+    tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
+    color = trace_ray(v, d, rec, list_bound, tile_mask, tile, face_color, misc_color, bg, 1.0 / focal, near, far, antialias)
+    store_pixel(image_out, out_offset + v, py, px, color)
+
+
+@wp.kernel
+def raster_views_ss(
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_world: wp.array(dtype=wp.int32),
+    view_ground: wp.array(dtype=wp.float32),
+    list_bound: wp.array2d(dtype=wp.float32),
+    rec: wp.array3d(dtype=wp.vec4),
+    tile_mask: wp.array3d(dtype=wp.uint32),
+    face_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    focal: float,
+    cx: float,
+    cy: float,
+    near: float,
+    far: float,
+    supersample: int,
+    antialias: int,
+    out_offset: int,
+    view_base: int,
+    tile_major: int,
+    image_out: wp.array4d(dtype=wp.uint8),
+):
+    """`raster_views` with ``supersample`` x ``supersample`` rays per pixel, averaged."""
+    height = image_out.shape[1]
+    width = image_out.shape[2]
+    vp = raster_pixel(wp.tid(), width, height, view_base, tile_major)
+    v = vp[0]
+    px = vp[1]
+    py = vp[2]
+    if px < 0:
+        return
+    if view_world[v] < 0:
+        store_pixel(image_out, out_offset + v, py, px, wp.vec3(0.0))
+        return
+    o = view_origin[v]
+    basis = view_basis[v]
+    ground_z = view_ground[v]
+    tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
+    ss = float(supersample)
+    f = focal * ss
+    pix = 1.0 / f
+    color = wp.vec3(0.0)
+    for sy in range(supersample):
+        for sx in range(supersample):
+            u = float(px * supersample + sx) + 0.5
+            w = float(py * supersample + sy) + 0.5
+            d = wp.normalize(basis[0] * f + basis[1] * (cx * ss - u) + basis[2] * (cy * ss - w))
+            bg = ray_background(d, o, ground_z)
+            color += trace_ray(
+                v, d, rec, list_bound, tile_mask, tile, face_color, misc_color, bg, pix, near, far, antialias
+            )
+    store_pixel(image_out, out_offset + v, py, px, color / (ss * ss))
 
 
 @wp.kernel

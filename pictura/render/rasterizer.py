@@ -127,6 +127,8 @@ class Renderer:
         self._view_step = wp.zeros(views, dtype=wp.int32, device=dev)
         self._view_world = wp.zeros(views, dtype=wp.int32, device=dev)
         self._view_ground = wp.zeros(views, dtype=wp.float32, device=dev)
+        self._view_slot = wp.zeros(views, dtype=wp.int32, device=dev)
+        self._view_query = wp.zeros(views, dtype=wp.vec4i, device=dev)
         self._list_ref = wp.zeros((views, k), dtype=wp.int32, device=dev)
         self._list_bound = wp.zeros((views, k), dtype=wp.float32, device=dev)
         self._list_count = wp.zeros(views, dtype=wp.int32, device=dev)
@@ -188,16 +190,20 @@ class Renderer:
             if self._tile_major:
                 px_per_view = ((W + tile - 1) // tile) * ((H + tile - 1) // tile) * tile * tile
             mask = self._tile_mask(views)
+            # One ray per pixel (the default) has its own kernel: no sample loop, fewer registers.
+            kernel, ss = kernels.raster_views, []
+            if self.supersample > 1:
+                kernel, ss = kernels.raster_views_ss, [self.supersample]
             for base, count in self._launch_ranges(views, px_per_view):
                 wp.launch(
-                    kernels.raster_views,
+                    kernel,
                     dim=count * px_per_view,
                     inputs=[
                         self._view_origin, self._view_basis, self._view_world, self._view_ground,
-                        self._list_ref, self._list_bound, self._rec, mask,
+                        self._list_bound, self._rec, mask,
                         self._face_color, self._misc_color,
                         focal, cx, cy, self.rig.near, self.rig.far,
-                        self.supersample, int(self.antialias), start * C, base, int(self._tile_major),
+                        *ss, int(self.antialias), start * C, base, int(self._tile_major),
                     ],
                     outputs=[out],
                     device=self.device,
@@ -310,21 +316,50 @@ class Renderer:
         rig_args = [self._cam_extr(), self.rig.num_cameras, focal, cx, cy, width, height, self.rig.near, self.rig.far]
         view_outputs = [self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground]
         if solo_slot < 0 and self._parallel_gather:
-            # Pass 1 over (view, part) threads: count, then write at the parts' offsets.
+            # Camera and grid query once per view, then pass 1 over (view, part) threads: count,
+            # per-view offsets, write at the offsets.
             agent_parts, col_parts, parts = self._gather_parts()
             part_count = self._part_count(views, parts)
+            for base, count in self._launch_ranges(views, 1):
+                wp.launch(
+                    kernels.view_setup,
+                    dim=count,
+                    inputs=[
+                        agent_box, requests, start, self._cam_extr(), self.rig.num_cameras, focal, cx, width,
+                        self.rig.far, self._slot_world, self._world_map, self.layout.num_slots,
+                        self._grid_origin, self._grid_dims, sc.cell_size, base,
+                    ],
+                    outputs=[*view_outputs, self._view_slot, self._view_query, self._cand_count, self._list_count],
+                    device=self.device,
+                )  # fmt: skip
+            part_args = [
+                self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_slot,
+                self._view_query, agent_box, focal, cx, cy, width, height, self.rig.near, self.rig.far,
+                self._world_map, self._world_slot_start, self._world_slot_count,
+                self.layout.num_slots, self.layout.parked_per_world,
+                self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
+                self._light_pos, self._light_heading,
+                self._grid_dims, self._cell_base, self._cell_start, self._entry_ref, self._entry_min_cell,
+                agent_parts, col_parts,
+            ]  # fmt: skip
             for write in (0, 1):
+                if write == 1:
+                    for base, count in self._launch_ranges(views, 1):
+                        wp.launch(
+                            kernels.scan_parts,
+                            dim=count,
+                            inputs=[k, base, part_count],
+                            outputs=[self._cand_count, self._list_count],
+                            device=self.device,
+                        )
                 for base, count in self._launch_ranges(views, parts):
                     wp.launch(
                         kernels.gather_parts,
                         dim=count * parts,
-                        inputs=[
-                            agent_box, requests, start, *rig_args, *gather_args,
-                            agent_parts, col_parts, k, base, write, part_count,
-                        ],
-                        outputs=[self._cand_ref, self._cand_bound, self._cand_count, self._list_count, *view_outputs],
+                        inputs=[*part_args, base, write, part_count],
+                        outputs=[self._cand_ref, self._cand_bound],
                         device=self.device,
-                    )  # fmt: skip
+                    )
         for mode in (0, 1):
             # Mode 0 gathers every view unsorted (unless the parts did); mode 1 re-gathers, sorted,
             # only the views whose candidates overflowed the buffer (their threads return at once).
