@@ -1,8 +1,10 @@
 """All simulator kernels, in one Warp module so a cold cache compiles them once.
 
 Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) ->
-`rules_kernel` (lane association, events, goals, rewards, dones) -> `world_kernel` (episode
-clock, masked world resets) -> `lights_kernel` -> `observe_kernel` (snapshot + observations).
+`rules_kernel` (lane association, events, goals, rewards, dones) -> `world_clock_kernel`
+(episode clock, reset decision) -> `final_observe_kernel` (pre-reset snapshot) ->
+`world_reset_kernel` (masked world resets) -> `lights_kernel` -> `observe_kernel` (snapshot +
+observations).
 """
 
 # ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
@@ -172,7 +174,7 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     Pedestrians have no off-road or red-light rule; a wall crossed by a pedestrian is a
     collision. Parked cars are read from ``state_in.agent_box`` (they only change at resets).
     Log replay: replayed slots have no rules (others collide with them); a controlled vehicle
-    has one goal; reaching it sets goal_index 3 and `world_kernel` then removes the vehicle
+    has one goal; reaching it sets goal_index 3 and `world_clock_kernel` then removes the vehicle
     (not here: other threads of this launch read ``valid`` in their collision test)."""
     slot = wp.tid()
     if state_out.valid[slot] == 0 or state_out.halted[slot] != 0:
@@ -272,9 +274,10 @@ def count_active(model: ModelData, state: StateData, w: int):
 
 
 @wp.kernel
-def world_kernel(model: ModelData, state_in: StateData, state_out: StateData):
-    """Advance each world's clock; reset worlds past episode_length or with too many halted
-    (log replay: no early reset, and a reset restores the logged start)."""
+def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateData):
+    """Advance each world's clock and decide its reset (past episode_length, or too many
+    halted; log replay: no early reset); mark truncated slots; carry the light schedule and
+    the parked-car rows over (a reset then redraws them)."""
     w = wp.tid()
     state_out.world_seed[w] = state_in.world_seed[w]
     state_out.world_agent_count[w] = state_in.world_agent_count[w]
@@ -327,12 +330,19 @@ def world_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     for row in range(row0, row0 + model.parked_per_world):
         for c in range(8):
             state_out.agent_box[row, c] = state_in.agent_box[row, c]
-    if reset:
+
+
+@wp.kernel
+def world_reset_kernel(model: ModelData, state: StateData):
+    """Respawn the worlds `world_clock_kernel` flagged (log replay: restore the logged start);
+    count every world's active slots."""
+    w = wp.tid()
+    if state.world_reset[w] != 0:
         if model.replay != 0:
-            restore_logged_world(model, state_out, w)
+            restore_logged_world(model, state, w)
         else:
-            respawn_world(model, state_out, w)
-    state_out.world_active_count[w] = count_active(model, state_out, w)
+            respawn_world(model, state, w)
+    state.world_active_count[w] = count_active(model, state, w)
 
 
 @wp.kernel
@@ -359,16 +369,15 @@ def reset_kernel(model: ModelData, seed: int, state: StateData):
     state.world_active_count[w] = count_active(model, state, w)
 
 
-@wp.kernel
-def lights_kernel(model: ModelData, state: StateData):
-    """LIGHT_* of every world light from its junction's schedule and the world clock."""
-    tid = wp.tid()
+@wp.func
+def world_light_state(model: ModelData, state: StateData, tid: int, world_step: int):
+    """LIGHT_* of world light ``tid`` from its junction's schedule in ``state`` at ``world_step``."""
     w = model.world_light_world[tid]
     ml = model.world_light_map_light[tid]
     j = model.light_junction[ml]
     wj = model.world_junction_start[w] + j - model.map_junction_start[model.world_map[w]]
-    t = float(state.world_step[w]) * model.dt + state.junction_offset[wj]
-    state.light_state[tid] = light_phase(
+    t = float(world_step) * model.dt + state.junction_offset[wj]
+    return light_phase(
         t,
         model.light_group[ml],
         model.junction_group_count[j],
@@ -378,6 +387,13 @@ def lights_kernel(model: ModelData, state: StateData):
         state.junction_mode[wj],
         state.light_off[tid],
     )
+
+
+@wp.kernel
+def lights_kernel(model: ModelData, state: StateData):
+    """LIGHT_* of every world light from its junction's schedule and the world clock."""
+    tid = wp.tid()
+    state.light_state[tid] = world_light_state(model, state, tid, state.world_step[model.world_light_world[tid]])
 
 
 @wp.func
@@ -399,51 +415,54 @@ def normalise_coefficient(model: ModelData, c: int, value: float):
     return out
 
 
-@wp.kernel
-def observe_kernel(model: ModelData, state: StateData):
-    """Write ``active`` (valid, not halted, not replayed), the render snapshot ``agent_box``
-    and the observation features."""
-    slot = wp.tid()
-    valid = state.valid[slot] != 0
-    active = int(0)
-    if valid and state.halted[slot] == 0 and model.slot_mode[slot] != _REPLAYED:
-        active = 1
-    state.active[slot] = active
+@wp.func
+def write_observation(
+    model: ModelData,
+    state: StateData,
+    slot: int,
+    box_out: wp.array2d(dtype=float),
+    ego_out: wp.array2d(dtype=float),
+    ego_aux_out: wp.array2d(dtype=float),
+    goals_out: wp.array2d(dtype=float),
+    conditioning_out: wp.array2d(dtype=float),
+):
+    """The snapshot row and observation features of ``slot`` in ``state`` (zeros and kind
+    BOX_INVALID for an invalid slot)."""
     pos = state.pos[slot]
     heading = state.heading[slot]
     for k in range(8):
-        state.agent_box[slot, k] = 0.0
+        box_out[slot, k] = 0.0
     for k in range(7):
-        state.obs_ego[slot, k] = 0.0
+        ego_out[slot, k] = 0.0
     for k in range(2):
-        state.obs_ego_aux[slot, k] = 0.0
+        ego_aux_out[slot, k] = 0.0
     for k in range(6):
-        state.obs_goals[slot, k] = 0.0
+        goals_out[slot, k] = 0.0
     for k in range(_COND_WIDTH):
-        state.obs_conditioning[slot, k] = 0.0
-    if not valid:
-        state.agent_box[slot, 7] = _BOX_INVALID
+        conditioning_out[slot, k] = 0.0
+    if state.valid[slot] == 0:
+        box_out[slot, 7] = _BOX_INVALID
         return
-    state.agent_box[slot, 0] = pos[0]
-    state.agent_box[slot, 1] = pos[1]
-    state.agent_box[slot, 2] = pos[2]
-    state.agent_box[slot, 3] = heading
-    state.agent_box[slot, 4] = state.length[slot]
-    state.agent_box[slot, 5] = state.width[slot]
-    state.agent_box[slot, 6] = state.height[slot]
-    state.agent_box[slot, 7] = float(state.kind[slot])
+    box_out[slot, 0] = pos[0]
+    box_out[slot, 1] = pos[1]
+    box_out[slot, 2] = pos[2]
+    box_out[slot, 3] = heading
+    box_out[slot, 4] = state.length[slot]
+    box_out[slot, 5] = state.width[slot]
+    box_out[slot, 6] = state.height[slot]
+    box_out[slot, 7] = float(state.kind[slot])
 
     lane = state.lane[slot]
-    state.obs_ego[slot, 0] = state.speed[slot] / 40.0
-    state.obs_ego[slot, 1] = state.length[slot] / 10.0
-    state.obs_ego[slot, 2] = state.width[slot] / 5.0
-    state.obs_ego[slot, 3] = state.steering[slot] / 0.55
-    state.obs_ego[slot, 4] = state.accel_long[slot] / 5.0
-    state.obs_ego[slot, 5] = state.accel_lat[slot] / 4.0
-    state.obs_ego[slot, 6] = lane_speed_limit(model, lane) / 40.0
+    ego_out[slot, 0] = state.speed[slot] / 40.0
+    ego_out[slot, 1] = state.length[slot] / 10.0
+    ego_out[slot, 2] = state.width[slot] / 5.0
+    ego_out[slot, 3] = state.steering[slot] / 0.55
+    ego_out[slot, 4] = state.accel_long[slot] / 5.0
+    ego_out[slot, 5] = state.accel_lat[slot] / 4.0
+    ego_out[slot, 6] = lane_speed_limit(model, lane) / 40.0
     if lane >= 0:
-        state.obs_ego_aux[slot, 0] = wp.clamp(state.lane_offset[slot] / 4.0, -1.0, 1.0)
-        state.obs_ego_aux[slot, 1] = wp.cos(state.lane_heading_error[slot])
+        ego_aux_out[slot, 0] = wp.clamp(state.lane_offset[slot] / 4.0, -1.0, 1.0)
+        ego_aux_out[slot, 1] = wp.cos(state.lane_heading_error[slot])
 
     c = wp.cos(heading)
     s = wp.sin(heading)
@@ -451,13 +470,55 @@ def observe_kernel(model: ModelData, state: StateData):
         g = state.goal[slot, wp.min(state.goal_index[slot] + k, 2)]
         dx = g[0] - pos[0]
         dy = g[1] - pos[1]
-        state.obs_goals[slot, 2 * k] = (c * dx + s * dy) / 600.0
-        state.obs_goals[slot, 2 * k + 1] = (-s * dx + c * dy) / 600.0
+        goals_out[slot, 2 * k] = (c * dx + s * dy) / 600.0
+        goals_out[slot, 2 * k + 1] = (-s * dx + c * dy) / 600.0
 
     for k in range(_NUM_COEF):
-        state.obs_conditioning[slot, k] = normalise_coefficient(model, k, state.conditioning[slot, k])
+        conditioning_out[slot, k] = normalise_coefficient(model, k, state.conditioning[slot, k])
     for k in range(_NUM_COEF, _COND_WIDTH):
-        state.obs_conditioning[slot, k] = state.conditioning[slot, k]
+        conditioning_out[slot, k] = state.conditioning[slot, k]
+
+
+@wp.kernel
+def observe_kernel(model: ModelData, state: StateData):
+    """Write ``active`` (valid, not halted, not replayed), the render snapshot ``agent_box``
+    and the observation features."""
+    slot = wp.tid()
+    active = int(0)
+    if state.valid[slot] != 0 and state.halted[slot] == 0 and model.slot_mode[slot] != _REPLAYED:
+        active = 1
+    state.active[slot] = active
+    write_observation(
+        model, state, slot, state.agent_box, state.obs_ego, state.obs_ego_aux, state.obs_goals, state.obs_conditioning
+    )
+
+
+@wp.kernel
+def final_observe_kernel(model: ModelData, state_in: StateData, state_out: StateData):
+    """The ``final_*`` arrays of ``state_out``: snapshot and observations before this step's
+    world resets (after `world_clock_kernel`, before the respawns). One thread per row of
+    ``final_agent_box`` (S slots, then the parked rows), then one per world light."""
+    row = wp.tid()
+    rows = model.num_slots + model.num_worlds * model.parked_per_world
+    if row < model.num_slots:
+        write_observation(
+            model,
+            state_out,
+            row,
+            state_out.final_agent_box,
+            state_out.final_obs_ego,
+            state_out.final_obs_ego_aux,
+            state_out.final_obs_goals,
+            state_out.final_obs_conditioning,
+        )
+    elif row < rows:
+        for c in range(8):
+            state_out.final_agent_box[row, c] = state_in.agent_box[row, c]
+    else:
+        # the schedule of the episode that just ended, at its last clock tick
+        tid = row - rows
+        step = state_in.world_step[model.world_light_world[tid]] + 1
+        state_out.final_light_state[tid] = world_light_state(model, state_in, tid, step)
 
 
 # ---- probes: single-purpose kernels that expose the geometry to tests and tools -------------

@@ -117,6 +117,7 @@ class ModelData:
     spawn_attempts: int
     spawn_forecast_s: float
     num_slots: int
+    num_worlds: int
     parked_per_world: int
     pedestrian_fraction: float
     cyclist_fraction: float
@@ -567,6 +568,7 @@ def build_model(
         spawn_attempts=int(c.spawn_attempts),
         spawn_forecast_s=float(c.spawn_forecast_s),
         num_slots=int(layout.num_slots),
+        num_worlds=int(layout.num_worlds),
         parked_per_world=int(layout.parked_per_world),
         pedestrian_fraction=float(c.pedestrian_fraction),
         cyclist_fraction=float(c.cyclist_fraction),

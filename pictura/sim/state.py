@@ -80,6 +80,12 @@ class StateData:
     obs_ego_aux: wp.array2d(dtype=float)
     obs_goals: wp.array2d(dtype=float)
     obs_conditioning: wp.array2d(dtype=float)
+    final_agent_box: wp.array2d(dtype=float)
+    final_light_state: wp.array(dtype=wp.int32)
+    final_obs_ego: wp.array2d(dtype=float)
+    final_obs_ego_aux: wp.array2d(dtype=float)
+    final_obs_goals: wp.array2d(dtype=float)
+    final_obs_conditioning: wp.array2d(dtype=float)
 
 
 class _Mirrored:
@@ -133,6 +139,11 @@ class State(_Mirrored):
       obs_goals (S, GOAL_FEATURES): (x, y) / 600 m of the 3 waypoints in the ego frame, from the
       next one on (the last one repeats once passed); obs_conditioning (S, CONDITIONING_WIDTH)
       in [-1, 1].
+    Before this step's world resets (truncation bootstrap; equal to the arrays above in worlds
+    that did not reset this step, and after `reset`):
+      final_agent_box (S + P, BOX_WIDTH); final_light_state (Tw,); final_obs_ego (S, EGO_WIDTH);
+      final_obs_ego_aux (S, EGO_AUX_WIDTH); final_obs_goals (S, GOAL_FEATURES);
+      final_obs_conditioning (S, CONDITIONING_WIDTH).
     """
 
     def __init__(self, model: Model):
@@ -151,7 +162,10 @@ class State(_Mirrored):
             "obs_ego_aux": (S, EGO_AUX_WIDTH),
             "obs_goals": (S, GOAL_FEATURES),
             "obs_conditioning": (S, CONDITIONING_WIDTH),
+            "final_light_state": (Tw,),
         }
+        for name in ("agent_box", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning"):
+            shapes["final_" + name] = shapes[name]
         for name, var in StateData.vars.items():
             if name.startswith("world_"):
                 shape = (W,)

@@ -9,6 +9,9 @@ from pictura.sim import kernels
 from pictura.sim.model import Model
 from pictura.sim.state import Control, State
 
+_FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning")
+"""Arrays whose pre-reset copy ``final_<name>`` `step` writes (truncation bootstrap)."""
+
 
 def _finish(model: Model, state: State) -> None:
     """Lights and observations of ``state`` (end of both `step` and `reset`)."""
@@ -21,8 +24,9 @@ def _finish(model: Model, state: State) -> None:
 
 def step(model: Model, state_in: State, control: Control, state_out: State) -> None:
     """Advance every world by ``model.config.dt``: dynamics -> events -> goals -> rewards ->
-    dones -> masked world resets -> lights -> observations. Writes only ``state_out``; the
-    caller swaps the two states. ``state_in`` and ``state_out`` must be different objects."""
+    dones -> pre-reset snapshot (``final_*``) -> masked world resets -> lights ->
+    observations. Writes only ``state_out``; the caller swaps the two states. ``state_in`` and
+    ``state_out`` must be different objects."""
     if state_in is state_out:
         raise ValueError("step: state_in and state_out must be different State objects (swap them)")
     d = model.device
@@ -35,13 +39,24 @@ def step(model: Model, state_in: State, control: Control, state_out: State) -> N
         device=d,
     )
     wp.launch(kernels.rules_kernel, S, inputs=[model.data, state_in.data], outputs=[state_out.data], device=d)
-    wp.launch(kernels.world_kernel, W, inputs=[model.data, state_in.data], outputs=[state_out.data], device=d)
+    wp.launch(
+        kernels.world_clock_kernel, W, inputs=[model.data, state_in.data], outputs=[state_out.data], device=d
+    )
+    wp.launch(
+        kernels.final_observe_kernel,
+        model.layout.box_count + model.light_count,
+        inputs=[model.data, state_in.data],
+        outputs=[state_out.data],
+        device=d,
+    )
+    wp.launch(kernels.world_reset_kernel, W, inputs=[model.data], outputs=[state_out.data], device=d)
     _finish(model, state_out)
 
 
 def reset(model: Model, state: State, seed: int) -> None:
     """Reset every world of ``state`` from ``seed`` (episode counters back to 0), through the
-    same respawn code as the masked resets inside `step`."""
+    same respawn code as the masked resets inside `step`; the ``final_*`` arrays equal the
+    regular ones."""
     if not isinstance(seed, int | np.integer):
         raise ValueError(f"reset: seed must be an int, got {type(seed).__name__}")
     seed32 = int(np.int64(seed) & 0x7FFFFFFF)
@@ -49,6 +64,8 @@ def reset(model: Model, state: State, seed: int) -> None:
         kernels.reset_kernel, model.num_worlds, inputs=[model.data, seed32, state.data], device=model.device
     )
     _finish(model, state)
+    for name in _FINAL:
+        wp.copy(getattr(state, "final_" + name), getattr(state, name))
 
 
 def boxes_overlap(boxes_a: np.ndarray, boxes_b: np.ndarray, device: str = "cpu") -> np.ndarray:
