@@ -40,7 +40,9 @@ def mid_pose(p0: wp.vec3, h0: float, p1: wp.vec3, h1: float):
 
 
 @wp.func
-def hits_parked(model: ModelData, parked_box: wp.array2d(dtype=float), w: int, p: wp.vec3, h: float, l: float, wd: float):
+def hits_parked(
+    model: ModelData, parked_box: wp.array2d(dtype=float), w: int, p: wp.vec3, h: float, l: float, wd: float
+):
     """Does the box (centre ``p``, heading ``h``, length ``l``, width ``wd``) overlap one of world
     ``w``'s parked cars (rows of ``parked_box``, the snapshot)? |dz| >= 4 m never collides."""
     r = 0.5 * wp.sqrt(l * l + wd * wd)

@@ -312,7 +312,11 @@ def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateDa
             if state_out.halted[slot] != 0:
                 n_halted += 1
     reset = step >= model.episode_length
-    if model.replay == 0 and n_valid > 0 and float(n_halted) >= model.early_reset_halted_fraction * float(n_valid):
+    if (
+        model.replay == 0
+        and n_valid > 0
+        and float(n_halted) >= model.early_reset_halted_fraction * float(n_valid)
+    ):
         reset = True
     state_out.world_reset[w] = 0
     if reset:
@@ -393,7 +397,9 @@ def world_light_state(model: ModelData, state: StateData, tid: int, world_step: 
 def lights_kernel(model: ModelData, state: StateData):
     """LIGHT_* of every world light from its junction's schedule and the world clock."""
     tid = wp.tid()
-    state.light_state[tid] = world_light_state(model, state, tid, state.world_step[model.world_light_world[tid]])
+    state.light_state[tid] = world_light_state(
+        model, state, tid, state.world_step[model.world_light_world[tid]]
+    )
 
 
 @wp.func
@@ -489,7 +495,14 @@ def observe_kernel(model: ModelData, state: StateData):
         active = 1
     state.active[slot] = active
     write_observation(
-        model, state, slot, state.agent_box, state.obs_ego, state.obs_ego_aux, state.obs_goals, state.obs_conditioning
+        model,
+        state,
+        slot,
+        state.agent_box,
+        state.obs_ego,
+        state.obs_ego_aux,
+        state.obs_goals,
+        state.obs_conditioning,
     )
 
 

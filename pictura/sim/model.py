@@ -256,7 +256,10 @@ def pedestrian_paths(rm: RoadMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     Returns ``(Np, 3)`` start and end points and ``(Np,)`` map-local next / previous segment on
     the same polyline (-1 at its ends).
     """
-    polylines = [rm.sidewalk_points[rm.sidewalk_offsets[k] : rm.sidewalk_offsets[k + 1]] for k in range(len(rm.sidewalk_offsets) - 1)]
+    polylines = [
+        rm.sidewalk_points[rm.sidewalk_offsets[k] : rm.sidewalk_offsets[k + 1]]
+        for k in range(len(rm.sidewalk_offsets) - 1)
+    ]
     for quad in rm.crosswalk_points.reshape(-1, 4, 3):
         m01, m23 = 0.5 * (quad[0] + quad[1]), 0.5 * (quad[2] + quad[3])
         m12, m30 = 0.5 * (quad[1] + quad[2]), 0.5 * (quad[3] + quad[0])

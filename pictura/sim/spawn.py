@@ -161,7 +161,14 @@ def light_at_reset(model: ModelData, state: StateData, w: int, m: int, light: in
 
 @wp.func
 def on_stopping_line(
-    model: ModelData, state: StateData, w: int, m: int, pos: wp.vec3, heading: float, length: float, width: float
+    model: ModelData,
+    state: StateData,
+    w: int,
+    m: int,
+    pos: wp.vec3,
+    heading: float,
+    length: float,
+    width: float,
 ):
     """Does the box touch a stop line whose light is red or yellow at t = 0 (spawn test)?"""
     hl = 0.5 * length
@@ -236,7 +243,9 @@ def forecast_clear(
                         t = horizon * float(i) / float(FORECAST_SAMPLES - 1)
                         p = pos + u * (speed * t)
                         if ok and wp.length(xy(q) - xy(p)) < r0 + ro:
-                            if boxes_overlap(xy(p), heading, length, width, xy(q), state.agent_box[row, 3], lo, wo):
+                            if boxes_overlap(
+                                xy(p), heading, length, width, xy(q), state.agent_box[row, 3], lo, wo
+                            ):
                                 ok = False
     return ok
 
@@ -314,7 +323,13 @@ def spawn_agent(model: ModelData, state: StateData, w: int, m: int, slot: int, k
                 speed = wp.randf(r, 0.0, model.spawn_speed_fraction * limit)
                 ok = (
                     box_on_road_edge(
-                        model, m, pos, heading, SPAWN_EDGE_MARGIN * length, SPAWN_EDGE_MARGIN * width, walls_only
+                        model,
+                        m,
+                        pos,
+                        heading,
+                        SPAWN_EDGE_MARGIN * length,
+                        SPAWN_EDGE_MARGIN * width,
+                        walls_only,
                     )
                     == 0
                 )
@@ -407,12 +422,16 @@ def spawn_parked(model: ModelData, state: StateData, w: int, m: int, key: int):
                             ok = box_on_road_edge(model, m, probe, heading, length, width, 0) != 0
                 for other in range(row0, row):
                     if ok and state.agent_box[other, 7] >= 0.0:
-                        q = wp.vec3(state.agent_box[other, 0], state.agent_box[other, 1], state.agent_box[other, 2])
+                        q = wp.vec3(
+                            state.agent_box[other, 0], state.agent_box[other, 1], state.agent_box[other, 2]
+                        )
                         lo = state.agent_box[other, 4]
                         wo = state.agent_box[other, 5]
                         if wp.length(xy(q) - xy(pos)) < r0 + 0.5 * wp.sqrt(lo * lo + wo * wo):
                             if wp.abs(q[2] - pos[2]) < Z_TOLERANCE_M:
-                                if boxes_overlap(xy(pos), heading, length, width, xy(q), state.agent_box[other, 3], lo, wo):
+                                if boxes_overlap(
+                                    xy(pos), heading, length, width, xy(q), state.agent_box[other, 3], lo, wo
+                                ):
                                     ok = False
                 if ok:
                     placed = 1
