@@ -2,9 +2,10 @@
 
 Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) ->
 `rules_kernel` (lane association, events, goals, rewards, dones) -> `world_clock_kernel`
-(episode clock, reset decision) -> `final_observe_kernel` (pre-reset snapshot) ->
-`world_reset_kernel` (masked world resets) -> `lights_kernel` -> `observe_kernel` (snapshot +
-observations).
+(episode clock, reset decision) -> `final_observe_kernel` (pre-reset snapshot) -> the masked
+world resets (`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x
+(SPAWN_ROUNDS + 1); log replay: `replay_reset_kernel`) -> `lights_kernel` -> `observe_kernel`
+(snapshot + observations).
 """
 
 # ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
@@ -39,7 +40,19 @@ from pictura.sim.paths import sample_path_goals
 from pictura.sim.replay import follow_log, restore_logged_world
 from pictura.sim.rewards import write_rewards
 from pictura.sim.snapshot import BOX_INVALID
-from pictura.sim.spawn import PURPOSE_GOALS, PURPOSE_SEED, respawn_world
+from pictura.sim.spawn import (
+    EAGER_AGENT_TRIES,
+    PURPOSE_GOALS,
+    PURPOSE_SEED,
+    STATIC_UNKNOWN,
+    begin_row_reset,
+    draw_agent_count,
+    draw_junction,
+    draw_light_off,
+    row_world,
+    spawn_round_row,
+    static_try_ok,
+)
 from pictura.sim.state import ControlData, StateData
 from pictura.sim.traffic import light_phase
 
@@ -65,6 +78,8 @@ _BOX_INVALID = wp.constant(BOX_INVALID)
 _PEDESTRIAN = wp.constant(AGENT_PEDESTRIAN)
 _P_GOALS = wp.constant(PURPOSE_GOALS)
 _P_SEED = wp.constant(PURPOSE_SEED)
+_EAGER_AGENT_TRIES = wp.constant(EAGER_AGENT_TRIES)
+_STATIC_UNKNOWN = wp.constant(STATIC_UNKNOWN)
 _CONTROLLED = wp.constant(SLOT_CONTROLLED)
 _REPLAYED = wp.constant(SLOT_REPLAYED)
 
@@ -262,39 +277,17 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
         state_out.accel_lat[slot] = 0.0
 
 
-@wp.func
-def count_active(model: ModelData, state: StateData, w: int):
-    """Slots of world ``w`` that are valid and not halted (replayed slots do not count)."""
-    n = int(0)
-    start = model.world_slot_start[w]
-    for slot in range(start, start + model.world_slot_count[w]):
-        if state.valid[slot] != 0 and state.halted[slot] == 0 and model.slot_mode[slot] != _REPLAYED:
-            n += 1
-    return n
-
-
 @wp.kernel
 def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     """Advance each world's clock and decide its reset (past episode_length, or too many
-    halted; log replay: no early reset); mark truncated slots; carry the light schedule and
-    the parked-car rows over (a reset then redraws them)."""
+    halted; log replay: no early reset); a resetting world draws its new agent count. Clears
+    ``world_active_count`` (`observe_kernel` counts)."""
     w = wp.tid()
     state_out.world_seed[w] = state_in.world_seed[w]
     state_out.world_agent_count[w] = state_in.world_agent_count[w]
+    state_out.world_active_count[w] = 0
     episode = state_in.world_episode[w]
     step = state_in.world_step[w] + 1
-    m = model.world_map[w]
-    j0 = model.world_junction_start[w]
-    for j in range(model.map_junction_start[m + 1] - model.map_junction_start[m]):
-        state_out.junction_green[j0 + j] = state_in.junction_green[j0 + j]
-        state_out.junction_yellow[j0 + j] = state_in.junction_yellow[j0 + j]
-        state_out.junction_red[j0 + j] = state_in.junction_red[j0 + j]
-        state_out.junction_offset[j0 + j] = state_in.junction_offset[j0 + j]
-        state_out.junction_mode[j0 + j] = state_in.junction_mode[j0 + j]
-    l0 = model.world_light_start[w]
-    for k in range(model.map_light_start[m + 1] - model.map_light_start[m]):
-        state_out.light_off[l0 + k] = state_in.light_off[l0 + k]
-
     start = model.world_slot_start[w]
     count = model.world_slot_count[w]
     if model.replay != 0:
@@ -320,57 +313,107 @@ def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateDa
         reset = True
     state_out.world_reset[w] = 0
     if reset:
-        for slot in range(start, start + count):
-            if state_in.valid[slot] != 0 and state_in.halted[slot] == 0 and state_out.terminated[slot] == 0:
-                if model.slot_mode[slot] != _REPLAYED:
-                    state_out.truncated[slot] = 1
         episode = episode + 1
         step = 0
         state_out.world_reset[w] = 1
     state_out.world_episode[w] = episode
     state_out.world_step[w] = step
-    # parked cars only change at resets: carry their snapshot rows over
-    row0 = model.num_slots + w * model.parked_per_world
-    for row in range(row0, row0 + model.parked_per_world):
-        for c in range(8):
-            state_out.agent_box[row, c] = state_in.agent_box[row, c]
+    if reset and model.replay == 0:
+        draw_agent_count(model, state_out, w)
 
 
 @wp.kernel
-def world_reset_kernel(model: ModelData, state: StateData):
-    """Respawn the worlds `world_clock_kernel` flagged (log replay: restore the logged start);
-    count every world's active slots."""
-    w = wp.tid()
-    if state.world_reset[w] != 0:
-        if model.replay != 0:
-            restore_logged_world(model, state, w)
-        else:
-            respawn_world(model, state, w)
-    state.world_active_count[w] = count_active(model, state, w)
-
-
-@wp.kernel
-def reset_kernel(model: ModelData, seed: int, state: StateData):
-    """`reset`: key every world's RNG from ``seed``, clear its outputs, respawn it."""
+def reset_clock_kernel(model: ModelData, seed: int, state: StateData):
+    """`reset`: key every world's RNG from ``seed``, restart its clock, flag it for the reset
+    launches and draw its agent count."""
     w = wp.tid()
     state.world_seed[w] = rng_key(seed, _P_SEED, w, 0)
     state.world_episode[w] = 0
     state.world_step[w] = 0
     state.world_reset[w] = 1
-    start = model.world_slot_start[w]
-    for slot in range(start, start + model.world_slot_count[w]):
-        state.reward[slot] = 0.0
-        for k in range(_NUM_TERMS):
-            state.reward_terms[slot, k] = 0.0
-        for k in range(_NUM_EVENTS):
-            state.events[slot, k] = 0
-        state.terminated[slot] = 0
-        state.truncated[slot] = 0
-    if model.replay != 0:
-        restore_logged_world(model, state, w)
+    state.world_active_count[w] = 0
+    if model.replay == 0:
+        draw_agent_count(model, state, w)
+
+
+@wp.kernel
+def reset_rows_kernel(model: ModelData, state_in: StateData, from_step: int, state_out: StateData):
+    """One thread per snapshot row (S slots, then the parked rows), world junction and world
+    light. In a resetting world: slots active before the step and not terminated get
+    ``truncated`` (``from_step``; `reset` clears the per-step outputs instead), rows are cleared
+    and drawn (`begin_row_reset`), junctions and lights draw their new schedule. Other worlds
+    carry their parked rows, schedules and outages over from ``state_in``. Log replay: slots,
+    junctions and lights of resetting worlds are left to ``replay_reset_kernel``."""
+    tid = wp.tid()
+    rows = model.num_slots + model.num_worlds * model.parked_per_world
+    jw = model.world_junction_world.shape[0]
+    if tid < model.num_slots:
+        slot = tid
+        if state_out.world_reset[model.slot_world[slot]] == 0:
+            return
+        if from_step != 0:
+            if state_in.valid[slot] != 0 and state_in.halted[slot] == 0 and state_out.terminated[slot] == 0:
+                if model.slot_mode[slot] != _REPLAYED:
+                    state_out.truncated[slot] = 1
+        else:
+            state_out.reward[slot] = 0.0
+            for k in range(_NUM_TERMS):
+                state_out.reward_terms[slot, k] = 0.0
+            for k in range(_NUM_EVENTS):
+                state_out.events[slot, k] = 0
+            state_out.terminated[slot] = 0
+            state_out.truncated[slot] = 0
+        if model.replay == 0:
+            begin_row_reset(model, state_out, slot)
+    elif tid < rows:
+        row = tid
+        if state_out.world_reset[row_world(model, row)] != 0:
+            begin_row_reset(model, state_out, row)
+        else:
+            for c in range(8):
+                state_out.agent_box[row, c] = state_in.agent_box[row, c]
+    elif tid < rows + jw:
+        wj = tid - rows
+        if state_out.world_reset[model.world_junction_world[wj]] == 0:
+            state_out.junction_green[wj] = state_in.junction_green[wj]
+            state_out.junction_yellow[wj] = state_in.junction_yellow[wj]
+            state_out.junction_red[wj] = state_in.junction_red[wj]
+            state_out.junction_offset[wj] = state_in.junction_offset[wj]
+            state_out.junction_mode[wj] = state_in.junction_mode[wj]
+        elif model.replay == 0:
+            draw_junction(model, state_out, wj)
     else:
-        respawn_world(model, state, w)
-    state.world_active_count[w] = count_active(model, state, w)
+        tl = tid - rows - jw
+        if state_out.world_reset[model.world_light_world[tl]] == 0:
+            state_out.light_off[tl] = state_in.light_off[tl]
+        elif model.replay == 0:
+            draw_light_off(model, state_out, tl)
+
+
+@wp.kernel
+def spawn_static_kernel(model: ModelData, state: StateData):
+    """One thread per (snapshot row, try) of the resetting worlds: `static_try_ok` of every
+    parked-car try and of the first `EAGER_AGENT_TRIES` of each agent (later ones: unknown)."""
+    row, attempt = wp.tid()
+    if state.world_reset[row_world(model, row)] != 0:
+        ok = int(_STATIC_UNKNOWN)
+        if row >= model.num_slots or attempt < _EAGER_AGENT_TRIES:
+            ok = static_try_ok(model, state, row, attempt)
+        state.spawn_static_ok[row, attempt] = ok
+
+
+@wp.kernel
+def spawn_round_kernel(model: ModelData, spawn_round: int, last: int, state: StateData):
+    """One thread per snapshot row of the resetting worlds: `spawn_round`."""
+    spawn_round_row(model, state, wp.tid(), spawn_round, last)
+
+
+@wp.kernel
+def replay_reset_kernel(model: ModelData, state: StateData):
+    """Log replay: resetting worlds go back to their logged start."""
+    w = wp.tid()
+    if state.world_reset[w] != 0:
+        restore_logged_world(model, state, w)
 
 
 @wp.func
@@ -494,6 +537,8 @@ def observe_kernel(model: ModelData, state: StateData):
     if state.valid[slot] != 0 and state.halted[slot] == 0 and model.slot_mode[slot] != _REPLAYED:
         active = 1
     state.active[slot] = active
+    if active != 0:
+        wp.atomic_add(state.world_active_count, model.slot_world[slot], 1)
     write_observation(
         model,
         state,

@@ -88,6 +88,7 @@ class ModelData:
     world_slot_count: wp.array(dtype=wp.int32)
     world_light_start: wp.array(dtype=wp.int32)
     world_junction_start: wp.array(dtype=wp.int32)
+    world_junction_world: wp.array(dtype=wp.int32)
     slot_world: wp.array(dtype=wp.int32)
     world_light_world: wp.array(dtype=wp.int32)
     world_light_map_light: wp.array(dtype=wp.int32)
@@ -187,7 +188,8 @@ class Model:
                   lane_cell_offsets (C + 1,), lane_cell_items: global lane segment ids per cell;
                   edge_cell_offsets (C + 1,), edge_cell_items: global road-edge segment ids per cell
     Layout (`WorldLayout`): world_map, world_slot_start, world_slot_count, world_light_start (W,);
-                  world_junction_start (W,) first world-junction of world w; slot_world (S,);
+                  world_junction_start (W,) first world-junction of world w; world_junction_world
+                  (Jw,) world of each world junction; slot_world (S,);
                   world_light_world (Tw,) world of each world light; world_light_map_light (Tw,)
                   its global map light id
     Conditioning: cond_low, cond_high (17,) float; cond_kind (17,) DIST_* (Table 2)
@@ -488,6 +490,7 @@ def build_model(
     a["world_light_start"] = layout.world_light_start.astype(i)
     world_junctions = np.asarray(junction_counts, i)[wm]
     a["world_junction_start"] = _starts(world_junctions.tolist())[:-1]
+    a["world_junction_world"] = np.repeat(np.arange(len(wm), dtype=i), world_junctions)
     model.world_junction_total = int(world_junctions.sum())
     a["slot_world"] = layout.slot_world.astype(i)
     a["world_light_world"] = np.repeat(np.arange(len(wm), dtype=i), lights_per_world)

@@ -86,6 +86,12 @@ class StateData:
     final_obs_ego_aux: wp.array2d(dtype=float)
     final_obs_goals: wp.array2d(dtype=float)
     final_obs_conditioning: wp.array2d(dtype=float)
+    spawn_static_ok: wp.array2d(dtype=wp.int32)
+    spawn_next: wp.array(dtype=wp.int32)
+    spawn_placed_round: wp.array(dtype=wp.int32)
+    spawn_pose: wp.array2d(dtype=wp.vec4)
+    spawn_motion: wp.array2d(dtype=wp.vec4)
+    spawn_attempt: wp.array2d(dtype=wp.int32)
 
 
 class _Mirrored:
@@ -144,6 +150,15 @@ class State(_Mirrored):
       final_agent_box (S + P, BOX_WIDTH); final_light_state (Tw,); final_obs_ego (S, EGO_WIDTH);
       final_obs_ego_aux (S, EGO_AUX_WIDTH); final_obs_goals (S, GOAL_FEATURES);
       final_obs_conditioning (S, CONDITIONING_WIDTH).
+    Scratch of the masked resets (`pictura.sim.spawn`; meaningful only inside the `step` or
+    `reset` that wrote it, for rows of worlds that reset there), B = S + P snapshot rows, A =
+    spawn_attempts:
+      spawn_static_ok (B, A) int 1 / 0 / -1: try passed the static tests (road edges, walls, stop
+      lines) / failed / not tested yet;
+      spawn_next (B,) next try to scan; spawn_placed_round (B,) round that accepted the row (or
+      a large value); spawn_pose (2, B) vec4 x, y, z m, heading rad and spawn_motion (2, B) vec4
+      speed m/s, length, width, circumradius m (radius < 0: no proposal) of each row's
+      proposal, double-buffered by round parity; spawn_attempt (2, B) the proposal's try.
     """
 
     def __init__(self, model: Model):
@@ -163,6 +178,10 @@ class State(_Mirrored):
             "obs_goals": (S, GOAL_FEATURES),
             "obs_conditioning": (S, CONDITIONING_WIDTH),
             "final_light_state": (Tw,),
+            "spawn_static_ok": (model.layout.box_count, model.config.spawn_attempts),
+            "spawn_pose": (2, model.layout.box_count),
+            "spawn_motion": (2, model.layout.box_count),
+            "spawn_attempt": (2, model.layout.box_count),
         }
         for name in ("agent_box", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning"):
             shapes["final_" + name] = shapes[name]
@@ -173,6 +192,8 @@ class State(_Mirrored):
                 shape = (Jw,)
             elif name.startswith("light_"):
                 shape = (Tw,)
+            elif name in ("spawn_next", "spawn_placed_round"):
+                shape = (model.layout.box_count,)
             else:
                 shape = shapes.get(name, (S,))
             setattr(self, name, wp.zeros(shape, dtype=var.type.dtype, device=d))
