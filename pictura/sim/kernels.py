@@ -17,7 +17,7 @@ import warp as wp
 from pictura.maps.roadmap import AGENT_PEDESTRIAN
 from pictura.sim.config import DIST_FIXED, DIST_UMIX
 from pictura.sim.dynamics import bicycle_step
-from pictura.sim.events import collides, crosses_road_edge, goal_reached, runs_red_light
+from pictura.sim.events import collides, crosses_road_edge, goal_reached, runs_red_light, sweep_circle
 from pictura.sim.features import (
     COND_ACC,
     COND_DELTA_GOAL,
@@ -162,6 +162,7 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
         state_out.distance[slot] = state_in.distance[slot]
     if replayed:
         follow_log(model, state_in, slot, state_out)
+    state_out.sweep_circle[slot] = sweep_circle(state_out, slot)
 
 
 @wp.func

@@ -11,8 +11,6 @@ from pictura.sim.model import ModelData
 
 ASSOCIATION_WIDTHS = 3.0
 """A lane is a candidate when the agent is within this many lane widths of its centreline."""
-ASSOCIATION_REACH_M = 16.0
-"""Grid search radius of lane association (>= 3 x the widest lane in practice)."""
 SWITCH_HYSTERESIS = 0.05
 """Score bonus of the current lane, so an agent does not flicker between two close lanes."""
 DEFAULT_SPEED_LIMIT = 15.0
@@ -47,52 +45,95 @@ def lane_speed_limit(model: ModelData, lane: int):
 
 
 @wp.func
+def score_lane_segment(
+    model: ModelData, seg: int, p: wp.vec2, z: float, heading: float, current: int, best_score: float
+):
+    """Association score of lane segment ``seg`` for an agent at (``p``, ``z``) heading
+    ``heading``: returns (better, score, lane, offset, heading error), ``better`` when the
+    segment is a candidate (within 3 lane widths, |dz| < 4 m) scoring below ``best_score``.
+
+    The distance term alone bounds the score from below, so the heading (an atan2) is only
+    computed for segments that can still win; the result is the same."""
+    a3 = model.lane_seg_a[seg]
+    b3 = model.lane_seg_b[seg]
+    lane = model.lane_seg_lane[seg]
+    a = xy(a3)
+    ab = xy(b3) - a
+    better = bool(False)
+    score = float(0.0)
+    offset = float(0.0)
+    err = float(0.0)
+    seg_len2 = wp.dot(ab, ab)
+    if seg_len2 > 0.0:
+        t = wp.clamp(wp.dot(p - a, ab) / seg_len2, 0.0, 1.0)
+        dist = wp.length(p - (a + ab * t))
+        bound = 0.7 * dist / 4.0
+        if lane == current:
+            bound = bound - SWITCH_HYSTERESIS
+        if bound < best_score and dist < ASSOCIATION_WIDTHS * model.lane_width[lane]:
+            if wp.abs(z - (a3[2] + (b3[2] - a3[2]) * t)) < Z_TOLERANCE_M:
+                err = wrap_angle(heading - wp.atan2(ab[1], ab[0]))
+                score = 0.7 * dist / 4.0 + 0.3 * wp.abs(err) / wp.pi
+                if lane == current:
+                    score = score - SWITCH_HYSTERESIS
+                if score < best_score:
+                    better = True
+                    u = ab / wp.sqrt(seg_len2)
+                    # left of the direction of travel is negative
+                    offset = -(u[0] * (p[1] - a[1]) - u[1] * (p[0] - a[0]))
+    return better, score, lane, offset, err
+
+
+@wp.func
 def associate_lane(model: ModelData, m: int, pos: wp.vec3, heading: float, current: int):
     """Best lane near ``pos``: returns (lane or -1, signed lateral offset m, heading error rad).
 
     Score 0.7 dist/4 + 0.3 |dheading|/pi over lane segments within 3 lane widths and |dz| < 4 m;
     the current lane scores `SWITCH_HYSTERESIS` better. Offset is left-negative.
+
+    The current lane's segments are scored first; their best score bounds how far a better
+    segment can lie (0.7 dist / 4 - hysteresis < best), which shrinks the grid search from the
+    map's 3 widest lane widths to about a metre for an agent on its lane.
     """
     p = xy(pos)
-    reach = wp.vec2(ASSOCIATION_REACH_M, ASSOCIATION_REACH_M)
-    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, p - reach, p + reach)
-    nx = model.map_grid_nx[m]
-    base = model.map_cell_start[m]
     best = int(-1)
     best_score = float(1.0e30)
     best_offset = float(0.0)
     best_err = float(0.0)
+    if current >= 0:
+        for seg in range(model.lane_seg_start[current], model.lane_seg_start[current + 1]):
+            better, score, lane, offset, err = score_lane_segment(
+                model, seg, p, pos[2], heading, current, best_score
+            )
+            if better:
+                best = lane
+                best_score = score
+                best_offset = offset
+                best_err = err
+    reach = model.map_lane_reach[m]
+    if best >= 0:
+        reach = wp.min(reach, (best_score + SWITCH_HYSTERESIS) * (4.0 / 0.7) * 1.001 + 1.0e-3)
+    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, p - wp.vec2(reach, reach), p + wp.vec2(reach, reach))
+    nx = model.map_grid_nx[m]
+    base = model.map_cell_start[m]
+    origin = model.map_grid_origin[m]
+    size = model.map_grid_cell[m]
     for iy in range(iy0, iy1 + 1):
         for ix in range(ix0, ix1 + 1):
-            cell = base + iy * nx + ix
-            for k in range(model.lane_cell_offsets[cell], model.lane_cell_offsets[cell + 1]):
-                seg = model.lane_cell_items[k]
-                a3 = model.lane_seg_a[seg]
-                b3 = model.lane_seg_b[seg]
-                lane = model.lane_seg_lane[seg]
-                a = xy(a3)
-                b = xy(b3)
-                ab = b - a
-                seg_len2 = wp.dot(ab, ab)
-                if seg_len2 > 0.0:
-                    t = wp.clamp(wp.dot(p - a, ab) / seg_len2, 0.0, 1.0)
-                    z = a3[2] + (b3[2] - a3[2]) * t
-                    dist = wp.length(p - (a + ab * t))
-                    if (
-                        dist < ASSOCIATION_WIDTHS * model.lane_width[lane]
-                        and wp.abs(pos[2] - z) < Z_TOLERANCE_M
-                    ):
-                        err = wrap_angle(heading - wp.atan2(ab[1], ab[0]))
-                        score = 0.7 * dist / 4.0 + 0.3 * wp.abs(err) / wp.pi
-                        if lane == current:
-                            score = score - SWITCH_HYSTERESIS
-                        if score < best_score:
-                            best_score = score
-                            best = lane
-                            u = ab / wp.sqrt(seg_len2)
-                            # left of the direction of travel is negative
-                            best_offset = -(u[0] * (p[1] - a[1]) - u[1] * (p[0] - a[0]))
-                            best_err = err
+            # skip cells whose square lies beyond the reach circle
+            lo = origin + wp.vec2(float(ix), float(iy)) * size
+            gap = wp.max(wp.max(lo - p, p - (lo + wp.vec2(size, size))), wp.vec2(0.0, 0.0))
+            if wp.length(gap) <= reach:
+                cell = base + iy * nx + ix
+                for k in range(model.lane_cell_offsets[cell], model.lane_cell_offsets[cell + 1]):
+                    better, score, lane, offset, err = score_lane_segment(
+                        model, model.lane_cell_items[k], p, pos[2], heading, current, best_score
+                    )
+                    if better:
+                        best = lane
+                        best_score = score
+                        best_offset = offset
+                        best_err = err
     return best, best_offset, best_err
 
 

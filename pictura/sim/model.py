@@ -75,6 +75,7 @@ class ModelData:
     # spatial grids
     map_grid_origin: wp.array(dtype=wp.vec2)
     map_grid_cell: wp.array(dtype=float)
+    map_lane_reach: wp.array(dtype=float)
     map_grid_nx: wp.array(dtype=wp.int32)
     map_grid_ny: wp.array(dtype=wp.int32)
     map_cell_start: wp.array(dtype=wp.int32)
@@ -185,6 +186,7 @@ class Model:
                   map_light_start (M + 1,); junction_group_count (J,); map_junction_start (M + 1,)
     Grids (one per map): map_grid_origin (M,) vec2 m; map_grid_cell (M,) m;
                   map_grid_nx/ny (M,); map_cell_start (M + 1,) first cell of map m;
+                  map_lane_reach (M,) m: lane association search radius (3 x widest lane);
                   lane_cell_offsets (C + 1,), lane_cell_items: global lane segment ids per cell;
                   edge_cell_offsets (C + 1,), edge_cell_items: global road-edge segment ids per cell
     Layout (`WorldLayout`): world_map, world_slot_start, world_slot_count, world_light_start (W,);
@@ -475,6 +477,12 @@ def build_model(
     a["map_junction_start"] = _starts(junction_counts)
     a["map_grid_origin"] = np.stack(grid_origin).astype(f)
     a["map_grid_cell"] = np.asarray(grid_cell, f)
+    from pictura.sim.lanes import ASSOCIATION_WIDTHS  # lanes.py imports ModelData from here
+
+    # lane association looks this far: 3 widths of the map's widest lane (and a float margin)
+    a["map_lane_reach"] = np.asarray(
+        [ASSOCIATION_WIDTHS * float(rm.lane_width.max()) * 1.001 + 1e-3 for rm in road_maps], f
+    )
     a["map_grid_nx"] = np.asarray(grid_nx, i)
     a["map_grid_ny"] = np.asarray(grid_ny, i)
     a["map_cell_start"] = _starts(cell_counts)

@@ -55,6 +55,7 @@ class StateData:
     conditioning: wp.array2d(dtype=float)
     prev_pos: wp.array(dtype=wp.vec3)
     prev_heading: wp.array(dtype=float)
+    sweep_circle: wp.array(dtype=wp.vec4)
     distance: wp.array(dtype=float)
     reward: wp.array(dtype=float)
     reward_terms: wp.array2d(dtype=float)
@@ -122,6 +123,8 @@ class State(_Mirrored):
       pedestrian-path segment (global id) of the last waypoint, where the next set starts;
       conditioning (S, CONDITIONING_WIDTH) raw Table 2 values then the type one-hot;
       prev_pos (S,) vec3 m, prev_heading (S,) rad: pose before this step (swept tests);
+      sweep_circle (S,) vec4: collision broad phase of this step's sweep, x, y m of the
+      mid-step centre, z m (current), radius m (circumradius + half the move; -1: invalid);
       distance (S,) m driven this episode.
     Per step outputs (per slot):
       reward (S,); reward_terms (S, NUM_REWARD_TERMS) in `REWARD_TERMS` order;
