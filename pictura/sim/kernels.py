@@ -1,11 +1,12 @@
 """All simulator kernels, in one Warp module so a cold cache compiles them once.
 
 Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) ->
-`rules_kernel` (lane association, events, goals, rewards, dones) -> `world_clock_kernel`
-(episode clock, reset decision) -> `final_observe_kernel` (pre-reset snapshot) -> the masked
-world resets (`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x
-(SPAWN_ROUNDS + 1); log replay: `replay_reset_kernel`) -> `lights_kernel` -> `observe_kernel`
-(snapshot + observations).
+`rules_kernel` (lane association, events, goals, rewards, dones) -> `goal_walk_kernel` (goal
+sets the rules asked for) -> `world_clock_kernel` (episode clock, reset decision) ->
+`final_observe_kernel` (takes those goal sets; pre-reset snapshot) -> the masked world resets
+(`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1),
+`goal_walk_kernel`; log replay: `replay_reset_kernel`) -> `observe_kernel` (takes the spawns'
+goal sets; snapshot, observations, lights).
 """
 
 # ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
@@ -34,7 +35,8 @@ from pictura.sim.features import (
     NUM_REWARD_TERMS,
 )
 from pictura.sim.geometry import boxes_overlap, rng_key, wrap_angle
-from pictura.sim.lanes import associate_lane, lane_speed_limit, lane_station, sample_goal_set
+from pictura.sim.goals import goal_set_try, request_goal_set, take_goal_set
+from pictura.sim.lanes import GOAL_WALK_TRIES, associate_lane, lane_speed_limit
 from pictura.sim.model import SLOT_CONTROLLED, SLOT_REPLAYED, ModelData
 from pictura.sim.paths import sample_path_goals
 from pictura.sim.replay import follow_log, restore_logged_world
@@ -78,6 +80,7 @@ _BOX_INVALID = wp.constant(BOX_INVALID)
 _PEDESTRIAN = wp.constant(AGENT_PEDESTRIAN)
 _P_GOALS = wp.constant(PURPOSE_GOALS)
 _P_SEED = wp.constant(PURPOSE_SEED)
+_GOAL_TRIES = wp.constant(GOAL_WALK_TRIES)
 _EAGER_AGENT_TRIES = wp.constant(EAGER_AGENT_TRIES)
 _STATIC_UNKNOWN = wp.constant(STATIC_UNKNOWN)
 _CONTROLLED = wp.constant(SLOT_CONTROLLED)
@@ -243,22 +246,20 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
                 gi = gi + 1
     if gi >= 3 and (lane >= 0 or pedestrian) and not controlled:
         # open-ended episodes: the next set starts from the current lane (pedestrians: from
-        # the path segment of the last waypoint)
+        # the path segment of the last waypoint); a lane set is drawn by the goal-walk pass
+        # that follows this kernel (streams slot x GOAL_WALK_TRIES ..)
         key = rng_key(state_in.world_seed[w], _P_GOALS, state_in.world_episode[w], state_in.world_step[w])
-        rng = wp.rand_init(key, slot)
         if pedestrian:
+            rng = wp.rand_init(key, slot * _GOAL_TRIES)
             ps = state_out.path_seg[slot]
             g0, g1, g2, last, rng = sample_path_goals(model, ps, state_out.goal[slot, 2], rng)
             state_out.path_seg[slot] = last
             state_out.goal[slot, 0] = g0
             state_out.goal[slot, 1] = g1
             state_out.goal[slot, 2] = g2
+            gi = 0
         else:
-            g0, g1, g2, rng = sample_goal_set(model, lane, lane_station(model, lane, pos), pos, heading, rng)
-            state_out.goal[slot, 0] = g0
-            state_out.goal[slot, 1] = g1
-            state_out.goal[slot, 2] = g2
-        gi = 0
+            request_goal_set(state_out, slot, key, slot * _GOAL_TRIES)
     state_out.goal_index[slot] = gi
 
     state_out.events[slot, _E_OFFROAD] = offroad
@@ -437,15 +438,6 @@ def world_light_state(model: ModelData, state: StateData, tid: int, world_step: 
     )
 
 
-@wp.kernel
-def lights_kernel(model: ModelData, state: StateData):
-    """LIGHT_* of every world light from its junction's schedule and the world clock."""
-    tid = wp.tid()
-    state.light_state[tid] = world_light_state(
-        model, state, tid, state.world_step[model.world_light_world[tid]]
-    )
-
-
 @wp.func
 def normalise_coefficient(model: ModelData, c: int, value: float):
     """Table 2 value -> [-1, 1]: linear over [low, high]; U_mix piecewise linear with 1 -> 0;
@@ -531,9 +523,19 @@ def write_observation(
 
 @wp.kernel
 def observe_kernel(model: ModelData, state: StateData):
-    """Write ``active`` (valid, not halted, not replayed), the render snapshot ``agent_box``
-    and the observation features."""
-    slot = wp.tid()
+    """One thread per slot, then one per world light. A slot takes its pending goal set (the
+    spawns ask for them), writes ``active`` (valid, not halted, not replayed; counted into
+    ``world_active_count``), the render snapshot ``agent_box`` and the observation features; a
+    light writes its ``light_state`` from its junction's schedule and the world clock."""
+    tid = wp.tid()
+    if tid >= model.num_slots:
+        tl = tid - model.num_slots
+        state.light_state[tl] = world_light_state(
+            model, state, tl, state.world_step[model.world_light_world[tl]]
+        )
+        return
+    slot = tid
+    take_goal_set(state, slot)
     active = int(0)
     if state.valid[slot] != 0 and state.halted[slot] == 0 and model.slot_mode[slot] != _REPLAYED:
         active = 1
@@ -553,6 +555,13 @@ def observe_kernel(model: ModelData, state: StateData):
 
 
 @wp.kernel
+def goal_walk_kernel(model: ModelData, state: StateData):
+    """One thread per (slot, try) of the slots with a goal-set request: `goal_set_try`."""
+    slot, t = wp.tid()
+    goal_set_try(model, state, slot, t)
+
+
+@wp.kernel
 def final_observe_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     """The ``final_*`` arrays of ``state_out``: snapshot and observations before this step's
     world resets (after `world_clock_kernel`, before the respawns). One thread per row of
@@ -560,6 +569,7 @@ def final_observe_kernel(model: ModelData, state_in: StateData, state_out: State
     row = wp.tid()
     rows = model.num_slots + model.num_worlds * model.parked_per_world
     if row < model.num_slots:
+        take_goal_set(state_out, row)  # goal sets the rules asked for
         write_observation(
             model,
             state_out,

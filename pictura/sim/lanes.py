@@ -216,41 +216,36 @@ def turn_ok(model: ModelData, direction: wp.vec2, previous: wp.vec2):
 
 
 @wp.func
-def sample_goal_set(
-    model: ModelData, lane: int, station: float, pos: wp.vec3, heading: float, rng: wp.uint32
-):
-    """Three waypoints by a random walk on the lane graph from (lane, station).
+def goal_walk(model: ModelData, lane: int, station: float, pos: wp.vec3, heading: float, rng: wp.uint32):
+    """One try of a goal set: three waypoints by a random walk on the lane graph from (lane,
+    station), spacing ~ U(goal_spacing_m). Returns (g0, g1, g2, ok) with ``ok`` when no chord
+    direction (starting from the agent's heading) turns more than max_goal_turn_deg.
 
-    Spacing ~ U(goal_spacing_m); a walk whose chord directions (starting from the agent's
-    heading) turn more than max_goal_turn_deg is redrawn, up to `GOAL_WALK_TRIES` times; the last
-    draw is kept if none passes. Returns (g0, g1, g2, rng).
-    """
+    A set takes the first of `GOAL_WALK_TRIES` tries that is ok, else the last; the tries run in
+    parallel (``goal_walk_kernel``), each from its own RNG stream."""
     state = rng
     g0 = pos
     g1 = pos
     g2 = pos
-    for _attempt in range(GOAL_WALK_TRIES):
-        l = lane
-        s = station
-        prev_pt = pos
-        prev_dir = wp.vec2(wp.cos(heading), wp.sin(heading))
-        ok = bool(True)
-        for g in range(3):
-            step = wp.randf(state, model.goal_spacing_lo, model.goal_spacing_hi)
-            l, s, state = walk_lanes(model, l, s, step, state)
-            pt = lane_point(model, l, s)
-            direction = xy(pt) - xy(prev_pt)
-            if not turn_ok(model, direction, prev_dir):
-                ok = False
-            if wp.length(direction) > 0.0:
-                prev_dir = direction
-            prev_pt = pt
-            if g == 0:
-                g0 = pt
-            elif g == 1:
-                g1 = pt
-            else:
-                g2 = pt
-        if ok:
-            break
-    return g0, g1, g2, state
+    l = lane
+    s = station
+    prev_pt = pos
+    prev_dir = wp.vec2(wp.cos(heading), wp.sin(heading))
+    ok = bool(True)
+    for g in range(3):
+        step = wp.randf(state, model.goal_spacing_lo, model.goal_spacing_hi)
+        l, s, state = walk_lanes(model, l, s, step, state)
+        pt = lane_point(model, l, s)
+        direction = xy(pt) - xy(prev_pt)
+        if not turn_ok(model, direction, prev_dir):
+            ok = False
+        if wp.length(direction) > 0.0:
+            prev_dir = direction
+        prev_pt = pt
+        if g == 0:
+            g0 = pt
+        elif g == 1:
+            g1 = pt
+        else:
+            g2 = pt
+    return g0, g1, g2, ok

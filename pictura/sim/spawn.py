@@ -51,7 +51,8 @@ from pictura.sim.features import (
     NUM_COEFFICIENTS,
 )
 from pictura.sim.geometry import Z_TOLERANCE_M, box_hits_segment, boxes_overlap, rng_key, xy
-from pictura.sim.lanes import lane_speed_limit, lane_station, sample_goal_set
+from pictura.sim.goals import NO_GOAL_REQUEST, request_goal_set
+from pictura.sim.lanes import GOAL_WALK_TRIES, lane_speed_limit
 from pictura.sim.model import ModelData
 from pictura.sim.paths import sample_path_goals
 from pictura.sim.snapshot import BOX_INVALID
@@ -63,7 +64,8 @@ SPAWN_EDGE_MARGIN = 1.1
 PURPOSE_AGENTS, PURPOSE_LIGHTS, PURPOSE_GOALS, PURPOSE_SEED, PURPOSE_PARKED = 1, 2, 3, 4, 5
 """RNG key purposes, so the streams of different draws never coincide."""
 ATTEMPT_STRIDE = 1024
-"""RNG offsets per slot: 0 = size and conditioning, 1..attempts = spawn tries, stride-1 = goals."""
+"""RNG offsets per slot: 0 = size and conditioning, 1..attempts = spawn tries, the last
+GOAL_WALK_TRIES = goal-set tries (pedestrians: stride - 1)."""
 
 _DIST_FIXED = wp.constant(DIST_FIXED)
 _DIST_UMIX = wp.constant(DIST_UMIX)
@@ -106,6 +108,8 @@ _MODE_CYCLING = wp.constant(JUNCTION_CYCLING)
 _MODE_OFF = wp.constant(JUNCTION_OFF)
 _MODE_GREEN = wp.constant(JUNCTION_ALWAYS_GREEN)
 _P_AGENTS = wp.constant(PURPOSE_AGENTS)
+_GOAL_TRIES = wp.constant(GOAL_WALK_TRIES)
+_NO_GOAL_REQUEST = wp.constant(NO_GOAL_REQUEST)
 _P_LIGHTS = wp.constant(PURPOSE_LIGHTS)
 _FORECAST_SAMPLES = wp.constant(FORECAST_SAMPLES)
 _NOT_PLACED = wp.constant(NOT_PLACED)
@@ -159,6 +163,7 @@ def clear_slot(state: StateData, slot: int):
     state.lane_offset[slot] = 0.0
     state.lane_heading_error[slot] = 0.0
     state.goal_index[slot] = 0
+    state.goal_stream[slot] = _NO_GOAL_REQUEST
     state.path_seg[slot] = -1
     state.distance[slot] = 0.0
     for g in range(3):
@@ -585,20 +590,17 @@ def place_agent(model: ModelData, state: StateData, w: int, slot: int, attempt: 
     state.speed[slot] = speed
     state.height[slot] = model.type_height[kind]
     state.valid[slot] = 1
-    g_rng = wp.rand_init(key, local * _STRIDE + _STRIDE - 1)
     if kind == _PEDESTRIAN:
+        g_rng = wp.rand_init(key, local * _STRIDE + _STRIDE - 1)
         g0, g1, g2, last, g_rng = sample_path_goals(model, seg, pos, g_rng)
         state.path_seg[slot] = last
         state.goal[slot, 0] = g0
         state.goal[slot, 1] = g1
         state.goal[slot, 2] = g2
     else:
-        lane = model.lane_seg_lane[seg]
-        state.lane[slot] = lane
-        g0, g1, g2, g_rng = sample_goal_set(model, lane, lane_station(model, lane, pos), pos, heading, g_rng)
-        state.goal[slot, 0] = g0
-        state.goal[slot, 1] = g1
-        state.goal[slot, 2] = g2
+        # drawn by the goal-walk pass after the last round (streams STRIDE - tries .. STRIDE - 1)
+        state.lane[slot] = model.lane_seg_lane[seg]
+        request_goal_set(state, slot, key, local * _STRIDE + _STRIDE - _GOAL_TRIES)
 
 
 @wp.func

@@ -22,6 +22,7 @@ from pictura.sim.features import (
     NUM_GOALS,
     NUM_REWARD_TERMS,
 )
+from pictura.sim.lanes import GOAL_WALK_TRIES
 from pictura.sim.snapshot import BOX_WIDTH
 
 if TYPE_CHECKING:
@@ -87,6 +88,10 @@ class StateData:
     final_obs_ego_aux: wp.array2d(dtype=float)
     final_obs_goals: wp.array2d(dtype=float)
     final_obs_conditioning: wp.array2d(dtype=float)
+    goal_key: wp.array(dtype=wp.int32)
+    goal_stream: wp.array(dtype=wp.int32)
+    goal_try: wp.array3d(dtype=wp.vec3)
+    goal_try_ok: wp.array2d(dtype=wp.int32)
     spawn_static_ok: wp.array2d(dtype=wp.int32)
     spawn_next: wp.array(dtype=wp.int32)
     spawn_placed_round: wp.array(dtype=wp.int32)
@@ -153,6 +158,10 @@ class State(_Mirrored):
       final_agent_box (S + P, BOX_WIDTH); final_light_state (Tw,); final_obs_ego (S, EGO_WIDTH);
       final_obs_ego_aux (S, EGO_AUX_WIDTH); final_obs_goals (S, GOAL_FEATURES);
       final_obs_conditioning (S, CONDITIONING_WIDTH).
+    Goal-set requests (`pictura.sim.goals`; taken within the step that makes them), T =
+    GOAL_WALK_TRIES:
+      goal_key (S,) RNG key; goal_stream (S,) first RNG stream, -1: no request;
+      goal_try (S, T, 3) vec3 m: the waypoints of each walk try; goal_try_ok (S, T) int 0/1.
     Scratch of the masked resets (`pictura.sim.spawn`; meaningful only inside the `step` or
     `reset` that wrote it, for rows of worlds that reset there), B = S + P snapshot rows, A =
     spawn_attempts:
@@ -181,6 +190,8 @@ class State(_Mirrored):
             "obs_goals": (S, GOAL_FEATURES),
             "obs_conditioning": (S, CONDITIONING_WIDTH),
             "final_light_state": (Tw,),
+            "goal_try": (S, GOAL_WALK_TRIES, NUM_GOALS),
+            "goal_try_ok": (S, GOAL_WALK_TRIES),
             "spawn_static_ok": (model.layout.box_count, model.config.spawn_attempts),
             "spawn_pose": (2, model.layout.box_count),
             "spawn_motion": (2, model.layout.box_count),
@@ -200,6 +211,7 @@ class State(_Mirrored):
             else:
                 shape = shapes.get(name, (S,))
             setattr(self, name, wp.zeros(shape, dtype=var.type.dtype, device=d))
+        self.goal_stream.fill_(-1)  # no goal-set request
         self.device = d
 
     def assign(self, other: State) -> None:

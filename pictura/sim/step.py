@@ -6,6 +6,7 @@ import numpy as np
 import warp as wp
 
 from pictura.sim import kernels
+from pictura.sim.lanes import GOAL_WALK_TRIES
 from pictura.sim.model import Model
 from pictura.sim.spawn import SPAWN_ROUNDS
 from pictura.sim.state import Control, State
@@ -14,13 +15,24 @@ _FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "ob
 """Arrays whose pre-reset copy ``final_<name>`` `step` writes (truncation bootstrap)."""
 
 
+def _walk_goals(model: Model, state: State) -> None:
+    """All tries of the requested goal sets (taken by the next observation pass)."""
+    wp.launch(
+        kernels.goal_walk_kernel,
+        (model.num_slots, GOAL_WALK_TRIES),
+        inputs=[model.data, state.data],
+        device=model.device,
+    )
+
+
 def _finish(model: Model, state: State) -> None:
     """Lights and observations of ``state`` (end of both `step` and `reset`)."""
-    if model.light_count:
-        wp.launch(
-            kernels.lights_kernel, model.light_count, inputs=[model.data, state.data], device=model.device
-        )
-    wp.launch(kernels.observe_kernel, model.num_slots, inputs=[model.data, state.data], device=model.device)
+    wp.launch(
+        kernels.observe_kernel,
+        model.num_slots + model.light_count,
+        inputs=[model.data, state.data],
+        device=model.device,
+    )
 
 
 def _respawn(model: Model, state_in: State, state_out: State, from_step: int) -> None:
@@ -51,6 +63,7 @@ def _respawn(model: Model, state_in: State, state_out: State, from_step: int) ->
         wp.launch(
             kernels.spawn_round_kernel, rows, inputs=[model.data, spawn_round, last, state_out.data], device=d
         )
+    _walk_goals(model, state_out)
 
 
 def step(model: Model, state_in: State, control: Control, state_out: State) -> None:
@@ -70,6 +83,7 @@ def step(model: Model, state_in: State, control: Control, state_out: State) -> N
         device=d,
     )
     wp.launch(kernels.rules_kernel, S, inputs=[model.data, state_in.data], outputs=[state_out.data], device=d)
+    _walk_goals(model, state_out)
     wp.launch(
         kernels.world_clock_kernel, W, inputs=[model.data, state_in.data], outputs=[state_out.data], device=d
     )
