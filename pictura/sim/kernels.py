@@ -92,6 +92,10 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
     """Carry every per-slot field over and advance active agents by the bicycle model;
     replayed slots (log replay) take their logged pose instead."""
     slot = wp.tid()
+    if slot == model.world_slot_start[model.slot_world[slot]]:
+        # the world's first slot clears the counts `rules_kernel` adds to
+        state_out.world_valid_count[model.slot_world[slot]] = 0
+        state_out.world_halted_count[model.slot_world[slot]] = 0
     # fields the dynamics do not touch
     state_out.length[slot] = state_in.length[slot]
     state_out.width[slot] = state_in.width[slot]
@@ -194,15 +198,22 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     collision. Parked cars are read from ``state_in.agent_box`` (they only change at resets).
     Log replay: replayed slots have no rules (others collide with them); a controlled vehicle
     has one goal; reaching it sets goal_index 3 and `world_clock_kernel` then removes the vehicle
-    (not here: other threads of this launch read ``valid`` in their collision test)."""
+    (not here: other threads of this launch read ``valid`` in their collision test).
+
+    Counts each world's valid and halted slots after the rules into ``world_valid_count`` /
+    ``world_halted_count`` (cleared by `integrate_kernel`) for the early-reset decision."""
     slot = wp.tid()
-    if state_out.valid[slot] == 0 or state_out.halted[slot] != 0:
+    if state_out.valid[slot] == 0:
+        return
+    w = model.slot_world[slot]
+    wp.atomic_add(state_out.world_valid_count, w, 1)
+    if state_out.halted[slot] != 0:
+        wp.atomic_add(state_out.world_halted_count, w, 1)
         return
     mode = model.slot_mode[slot]
     if mode == _REPLAYED:
         return
     controlled = mode == _CONTROLLED
-    w = model.slot_world[slot]
     m = model.world_map[w]
     kind = state_out.kind[slot]
     pedestrian = kind == _PEDESTRIAN
@@ -274,6 +285,7 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
         # infractions are terminal: the agent halts in place and stays as an obstacle
         state_out.terminated[slot] = 1
         state_out.halted[slot] = 1
+        wp.atomic_add(state_out.world_halted_count, w, 1)
         state_out.speed[slot] = 0.0
         state_out.accel_long[slot] = 0.0
         state_out.accel_lat[slot] = 0.0
@@ -299,13 +311,8 @@ def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateDa
                 if state_out.goal_index[slot] >= 3:
                     state_out.valid[slot] = 0
                     state_out.speed[slot] = 0.0
-    n_valid = int(0)
-    n_halted = int(0)
-    for slot in range(start, start + count):
-        if state_out.valid[slot] != 0:
-            n_valid += 1
-            if state_out.halted[slot] != 0:
-                n_halted += 1
+    n_valid = state_out.world_valid_count[w]
+    n_halted = state_out.world_halted_count[w]
     reset = step >= model.episode_length
     if (
         model.replay == 0

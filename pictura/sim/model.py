@@ -83,6 +83,8 @@ class ModelData:
     lane_cell_items: wp.array(dtype=wp.int32)
     edge_cell_offsets: wp.array(dtype=wp.int32)
     edge_cell_items: wp.array(dtype=wp.int32)
+    stop_cell_offsets: wp.array(dtype=wp.int32)
+    stop_cell_items: wp.array(dtype=wp.int32)
     # world layout
     world_map: wp.array(dtype=wp.int32)
     world_slot_start: wp.array(dtype=wp.int32)
@@ -188,7 +190,8 @@ class Model:
                   map_grid_nx/ny (M,); map_cell_start (M + 1,) first cell of map m;
                   map_lane_reach (M,) m: lane association search radius (3 x widest lane);
                   lane_cell_offsets (C + 1,), lane_cell_items: global lane segment ids per cell;
-                  edge_cell_offsets (C + 1,), edge_cell_items: global road-edge segment ids per cell
+                  edge_cell_offsets (C + 1,), edge_cell_items: global road-edge segment ids per cell;
+                  stop_cell_offsets (C + 1,), stop_cell_items: global stop line ids per cell
     Layout (`WorldLayout`): world_map, world_slot_start, world_slot_count, world_light_start (W,);
                   world_junction_start (W,) first world-junction of world w; world_junction_world
                   (Jw,) world of each world junction; slot_world (S,);
@@ -360,6 +363,7 @@ def build_model(
         [np.zeros(1, np.int32)],
         [],
     )
+    stop_cell_off, stop_cell_items = [np.zeros(1, np.int32)], []
     seg_total = edge_total = stop_total = junction_total = 0
     for m, rm in enumerate(road_maps):
         l0 = int(map_lane_start[m])
@@ -425,6 +429,9 @@ def build_model(
         off, items = bin_segments(grid, eseg)
         edge_cell_off.append(off[1:] + edge_cell_off[-1][-1])
         edge_cell_items.append(items + edge_total)
+        off, items = bin_segments(grid, rm.stop_line_points.astype(np.float32).reshape(-1, 2, 3))
+        stop_cell_off.append(off[1:] + stop_cell_off[-1][-1])
+        stop_cell_items.append(items + stop_total - len(rm.stop_line_lane))
         seg_total += len(seg)
         edge_total += len(eseg)
 
@@ -490,6 +497,8 @@ def build_model(
     a["lane_cell_items"] = cat(lane_cell_items, dtype=i)
     a["edge_cell_offsets"] = cat(edge_cell_off, dtype=i)
     a["edge_cell_items"] = cat(edge_cell_items, dtype=i)
+    a["stop_cell_offsets"] = cat(stop_cell_off, dtype=i)
+    a["stop_cell_items"] = cat(stop_cell_items, dtype=i)
 
     wm = layout.world_map.astype(i)
     a["world_map"] = wm

@@ -70,6 +70,8 @@ class StateData:
     world_reset: wp.array(dtype=wp.int32)
     world_agent_count: wp.array(dtype=wp.int32)
     world_active_count: wp.array(dtype=wp.int32)
+    world_valid_count: wp.array(dtype=wp.int32)
+    world_halted_count: wp.array(dtype=wp.int32)
     junction_green: wp.array(dtype=float)
     junction_yellow: wp.array(dtype=float)
     junction_red: wp.array(dtype=float)
@@ -140,7 +142,9 @@ class State(_Mirrored):
       world_step (W,) steps since the world's reset; world_episode (W,) resets since `reset`;
       world_seed (W,) int32 RNG key; world_reset (W,) 1 if the world was reset this step;
       world_agent_count (W,) agents drawn at the last reset (some may have found no spawn);
-      world_active_count (W,) slots valid and not halted after this step (slot utilisation).
+      world_active_count (W,) slots valid and not halted after this step (slot utilisation);
+      world_valid_count, world_halted_count (W,) valid / halted slots after this step's rules
+      (before its resets: the early-reset decision).
     Traffic lights:
       junction_green/yellow/red (Jw,) s phase durations; junction_offset (Jw,) s;
       junction_mode (Jw,) 0 cycling, 1 off, 2 always green; light_off (Tw,) int 0/1;
