@@ -401,14 +401,27 @@ def reset_rows_kernel(model: ModelData, state_in: StateData, from_step: int, sta
 
 @wp.kernel
 def spawn_static_kernel(model: ModelData, state: StateData):
-    """One thread per (snapshot row, try) of the resetting worlds: `static_try_ok` of every
-    parked-car try and of the first `EAGER_AGENT_TRIES` of each agent (later ones: unknown)."""
-    row, attempt = wp.tid()
-    if state.world_reset[row_world(model, row)] != 0:
-        ok = int(_STATIC_UNKNOWN)
-        if row >= model.num_slots or attempt < _EAGER_AGENT_TRIES:
-            ok = static_try_ok(model, state, row, attempt)
-        state.spawn_static_ok[row, attempt] = ok
+    """One thread per try tested up front in the resetting worlds (`static_try_ok`): the first
+    `EAGER_AGENT_TRIES` of every slot (S x EAGER_AGENT_TRIES threads, later ones stay unknown
+    until a round reaches them), then every try of every parked row (P x spawn_attempts)."""
+    tid = wp.tid()
+    row = int(0)
+    attempt = int(0)
+    tries = wp.min(_EAGER_AGENT_TRIES, model.spawn_attempts)
+    eager = model.num_slots * tries
+    if tid < eager:
+        row = tid // tries
+        attempt = tid - row * tries
+    else:
+        row = model.num_slots + (tid - eager) // model.spawn_attempts
+        attempt = tid - eager - (row - model.num_slots) * model.spawn_attempts
+    if state.world_reset[row_world(model, row)] == 0:
+        return
+    if row < model.num_slots and attempt == 0:
+        # the tries left to the rounds
+        for later in range(tries, model.spawn_attempts):
+            state.spawn_static_ok[row, later] = _STATIC_UNKNOWN
+    state.spawn_static_ok[row, attempt] = static_try_ok(model, state, row, attempt)
 
 
 @wp.kernel

@@ -8,7 +8,7 @@ import warp as wp
 from pictura.sim import kernels
 from pictura.sim.lanes import GOAL_WALK_TRIES
 from pictura.sim.model import Model
-from pictura.sim.spawn import SPAWN_ROUNDS
+from pictura.sim.spawn import EAGER_AGENT_TRIES, SPAWN_ROUNDS
 from pictura.sim.state import Control, State
 
 _FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning")
@@ -52,9 +52,10 @@ def _respawn(model: Model, state_in: State, state_out: State, from_step: int) ->
             kernels.replay_reset_kernel, model.num_worlds, inputs=[model.data, state_out.data], device=d
         )
         return
+    S, A = model.num_slots, model.config.spawn_attempts
     wp.launch(
         kernels.spawn_static_kernel,
-        (rows, model.config.spawn_attempts),
+        S * min(EAGER_AGENT_TRIES, A) + (rows - S) * A,
         inputs=[model.data, state_out.data],
         device=d,
     )
