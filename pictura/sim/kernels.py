@@ -38,7 +38,6 @@ from pictura.sim.geometry import boxes_overlap, rng_key, wrap_angle
 from pictura.sim.goals import goal_set_try, request_goal_set, take_goal_set
 from pictura.sim.lanes import GOAL_WALK_TRIES, associate_lane, lane_speed_limit
 from pictura.sim.model import SLOT_CONTROLLED, SLOT_REPLAYED, ModelData
-from pictura.sim.paths import sample_path_goals
 from pictura.sim.replay import follow_log, restore_logged_world
 from pictura.sim.rewards import write_rewards
 from pictura.sim.snapshot import BOX_INVALID
@@ -257,20 +256,10 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
                 gi = gi + 1
     if gi >= 3 and (lane >= 0 or pedestrian) and not controlled:
         # open-ended episodes: the next set starts from the current lane (pedestrians: from
-        # the path segment of the last waypoint); a lane set is drawn by the goal-walk pass
+        # the path segment and position of the last waypoint), drawn by the goal-walk pass
         # that follows this kernel (streams slot x GOAL_WALK_TRIES ..)
         key = rng_key(state_in.world_seed[w], _P_GOALS, state_in.world_episode[w], state_in.world_step[w])
-        if pedestrian:
-            rng = wp.rand_init(key, slot * _GOAL_TRIES)
-            ps = state_out.path_seg[slot]
-            g0, g1, g2, last, rng = sample_path_goals(model, ps, state_out.goal[slot, 2], rng)
-            state_out.path_seg[slot] = last
-            state_out.goal[slot, 0] = g0
-            state_out.goal[slot, 1] = g1
-            state_out.goal[slot, 2] = g2
-            gi = 0
-        else:
-            request_goal_set(state_out, slot, key, slot * _GOAL_TRIES)
+        request_goal_set(state_out, slot, key, slot * _GOAL_TRIES)
     state_out.goal_index[slot] = gi
 
     state_out.events[slot, _E_OFFROAD] = offroad

@@ -54,7 +54,6 @@ from pictura.sim.geometry import Z_TOLERANCE_M, box_hits_segment, boxes_overlap,
 from pictura.sim.goals import NO_GOAL_REQUEST, request_goal_set
 from pictura.sim.lanes import GOAL_WALK_TRIES, grid_cell_range, lane_speed_limit
 from pictura.sim.model import ModelData
-from pictura.sim.paths import sample_path_goals
 from pictura.sim.snapshot import BOX_INVALID
 from pictura.sim.state import StateData
 from pictura.sim.traffic import JUNCTION_ALWAYS_GREEN, JUNCTION_CYCLING, JUNCTION_OFF, light_phase
@@ -65,7 +64,7 @@ PURPOSE_AGENTS, PURPOSE_LIGHTS, PURPOSE_GOALS, PURPOSE_SEED, PURPOSE_PARKED = 1,
 """RNG key purposes, so the streams of different draws never coincide."""
 ATTEMPT_STRIDE = 1024
 """RNG offsets per slot: 0 = size and conditioning, 1..attempts = spawn tries, the last
-GOAL_WALK_TRIES = goal-set tries (pedestrians: stride - 1)."""
+GOAL_WALK_TRIES = goal-set tries."""
 
 _DIST_FIXED = wp.constant(DIST_FIXED)
 _DIST_UMIX = wp.constant(DIST_UMIX)
@@ -600,16 +599,13 @@ def place_agent(model: ModelData, state: StateData, w: int, slot: int, attempt: 
     state.height[slot] = model.type_height[kind]
     state.valid[slot] = 1
     if kind == _PEDESTRIAN:
-        g_rng = wp.rand_init(key, local * _STRIDE + _STRIDE - 1)
-        g0, g1, g2, last, g_rng = sample_path_goals(model, seg, pos, g_rng)
-        state.path_seg[slot] = last
-        state.goal[slot, 0] = g0
-        state.goal[slot, 1] = g1
-        state.goal[slot, 2] = g2
+        # a path set starts from the last waypoint's segment and position: the spawn's
+        state.path_seg[slot] = seg
+        state.goal[slot, 2] = pos
     else:
-        # drawn by the goal-walk pass after the last round (streams STRIDE - tries .. STRIDE - 1)
         state.lane[slot] = model.lane_seg_lane[seg]
-        request_goal_set(state, slot, key, local * _STRIDE + _STRIDE - _GOAL_TRIES)
+    # drawn by the goal-walk pass after the last round (streams STRIDE - tries .. STRIDE - 1)
+    request_goal_set(state, slot, key, local * _STRIDE + _STRIDE - _GOAL_TRIES)
 
 
 @wp.func
