@@ -416,7 +416,10 @@ def spawn_static_kernel(model: ModelData, state: StateData):
 @wp.kernel
 def spawn_round_kernel(model: ModelData, spawn_round: int, last: int, state: StateData):
     """One thread per snapshot row of the resetting worlds: `spawn_round`."""
-    spawn_round_row(model, state, wp.tid(), spawn_round, last)
+    row = wp.tid()
+    # (the mask is tested here, not only inside: on "cpu" every call copies the structs)
+    if state.world_reset[row_world(model, row)] != 0:
+        spawn_round_row(model, state, row, spawn_round, last)
 
 
 @wp.kernel
@@ -567,7 +570,8 @@ def observe_kernel(model: ModelData, state: StateData):
 def goal_walk_kernel(model: ModelData, state: StateData):
     """One thread per (slot, try) of the slots with a goal-set request: `goal_set_try`."""
     slot, t = wp.tid()
-    goal_set_try(model, state, slot, t)
+    if state.goal_stream[slot] >= 0:
+        goal_set_try(model, state, slot, t)
 
 
 @wp.kernel
