@@ -644,11 +644,10 @@ def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: i
             accepted = bool(True)
             for rank in range(spawn_rank(model, w, row)):
                 j = world_row(model, w, rank)
-                if accepted and state.spawn_motion[cur, j][3] >= 0.0:
-                    if state.spawn_placed_round[j] >= spawn_round:  # a live proposal
-                        if records_overlap(
-                            model, pose, motion, state.spawn_pose[cur, j], state.spawn_motion[cur, j]
-                        ):
+                other = state.spawn_motion[cur, j]
+                if accepted and other[3] >= 0.0:
+                    if records_overlap(model, pose, motion, state.spawn_pose[cur, j], other):
+                        if state.spawn_placed_round[j] >= spawn_round:  # a live proposal
                             accepted = False
             if accepted:
                 state.spawn_placed_round[row] = spawn_round
