@@ -18,7 +18,9 @@ DEFAULT_SPEED_LIMIT = 15.0
 GOAL_WALK_TRIES = 8
 """Random walks tried per goal set before the last one is kept despite a sharp turn."""
 MAX_WALK_LANES = 4096
-"""Safety bound on lane chunks crossed by one waypoint step of the walk."""
+"""Safety bound on branch points (or jump-table passes) crossed by one waypoint step of the walk."""
+JUMP_LEVELS = 8
+"""Levels of the single-successor jump table (one pass skips up to 2^8 - 1 lanes)."""
 
 
 @wp.func
@@ -181,29 +183,40 @@ def lane_point(model: ModelData, lane: int, station: float):
 
 @wp.func
 def walk_lanes(model: ModelData, lane: int, station: float, distance: float, rng: wp.uint32):
-    """Follow the lane graph ``distance`` m from (lane, station), picking successors at random.
+    """Follow the lane graph ``distance`` m from (lane, station), picking a successor at random
+    where a lane has several.
 
-    Stops at the end of a lane with no successor. Returns (lane, station, rng).
+    Stops at the end of a lane with no successor. Runs of lanes with a single successor (95 %
+    of the CARLA towns' 9 m lane chunks) are skipped through the jump table (``lane_jump``,
+    ``lane_jump_length``: 2^k lanes ahead and their length) instead of lane by lane, so a 200 m
+    step costs a few reads instead of ~20 dependent ones. Returns (lane, station, rng).
     """
     l = lane
-    s = station
-    remaining = distance
+    target = station + distance  # m from the start of lane l
     state = rng
     for _ in range(MAX_WALK_LANES):
-        left = model.lane_length[l] - s
-        if remaining <= left:
-            s = s + remaining
-            remaining = 0.0
+        for kk in range(JUMP_LEVELS):
+            k = JUMP_LEVELS - 1 - kk
+            ahead = model.lane_jump[l, k]
+            if ahead >= 0:
+                skipped = model.lane_jump_length[l, k]
+                if target > skipped:
+                    target = target - skipped
+                    l = ahead
+        length = model.lane_length[l]
+        if target <= length:
             break
-        n = model.lane_succ_offsets[l + 1] - model.lane_succ_offsets[l]
+        off = model.lane_succ_offsets[l]
+        n = model.lane_succ_offsets[l + 1] - off
         if n == 0:
-            s = model.lane_length[l]
-            remaining = 0.0
+            target = length
             break
-        remaining = remaining - left
-        l = model.lane_succ[model.lane_succ_offsets[l] + wp.randi(state, 0, n)]
-        s = 0.0
-    return l, s, state
+        target = target - length
+        pick = int(0)
+        if n > 1:
+            pick = wp.randi(state, 0, n)
+        l = model.lane_succ[off + pick]
+    return l, target, state
 
 
 @wp.func

@@ -46,6 +46,8 @@ class ModelData:
     lane_stop_line: wp.array(dtype=wp.int32)
     lane_succ_offsets: wp.array(dtype=wp.int32)
     lane_succ: wp.array(dtype=wp.int32)
+    lane_jump: wp.array2d(dtype=wp.int32)
+    lane_jump_length: wp.array2d(dtype=float)
     map_lane_start: wp.array(dtype=wp.int32)
     map_lane_seg_start: wp.array(dtype=wp.int32)
     # road edges
@@ -173,6 +175,9 @@ class Model:
       lane_stop_line           (L,) int32        global stop line ending this lane or -1
       lane_succ_offsets        (L + 1,) int32    CSR into lane_succ
       lane_succ                (Es,) int32       successor lane ids (global)
+      lane_jump                (L, 8) int32      lane 2^k single-successor hops ahead, -1 when a
+                                                 lane on the way has 0 or several successors
+      lane_jump_length         (L, 8) float, m   length of the 2^k lanes skipped by that jump
       map_lane_start           (M + 1,) int32    lanes of map m: [start[m], start[m+1])
       map_lane_seg_start       (M + 1,) int32    lane segments of map m
     Road edges and walls (one list, one grid): edge_a, edge_b (E,) vec3 m; edge_wall (E,) int
@@ -297,6 +302,30 @@ def pedestrian_paths(rm: RoadMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
         np.concatenate(nxt).astype(np.int32),
         np.concatenate(prv).astype(np.int32),
     )
+
+
+def lane_jump_table(
+    succ_offsets: np.ndarray, succ: np.ndarray, lane_length: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(L, JUMP_LEVELS)`` jump table of the lane graph for `walk_lanes`: entry (l, k) is the
+    lane reached from l after 2^k hops through lanes with exactly one successor (-1 if a lane on
+    the way has none or several), with the summed length of the 2^k lanes it skips (l included,
+    the landing lane not)."""
+    from pictura.sim.lanes import JUMP_LEVELS
+
+    count = np.diff(succ_offsets)
+    L = len(count)
+    jump = np.full((L, JUMP_LEVELS), -1, np.int64)
+    length = np.zeros((L, JUMP_LEVELS), np.float64)
+    single = count == 1
+    jump[single, 0] = succ[succ_offsets[:-1][single]]
+    length[:, 0] = lane_length
+    for k in range(1, JUMP_LEVELS):
+        prev = jump[:, k - 1]
+        ok = prev >= 0
+        jump[ok, k] = jump[prev[ok], k - 1]
+        length[ok, k] = length[ok, k - 1] + length[prev[ok], k - 1]
+    return jump.astype(np.int32), length.astype(np.float32)
 
 
 def build_model(
@@ -451,6 +480,9 @@ def build_model(
     a["lane_stop_line"] = cat(lane_stop, dtype=i)
     a["lane_succ_offsets"] = np.asarray(succ_off, i)
     a["lane_succ"] = cat(succ, dtype=i)
+    a["lane_jump"], a["lane_jump_length"] = lane_jump_table(
+        a["lane_succ_offsets"], a["lane_succ"], a["lane_length"]
+    )
     a["map_lane_start"] = map_lane_start
     a["map_lane_seg_start"] = _starts(seg_counts)
     a["edge_a"] = cat(edge_a, (3,))
