@@ -152,7 +152,9 @@ def main() -> None:
         "world_resets": resets,
         "spawn_checks": spawn_checks,
         "spawn_overlaps": spawn_overlaps,
-        "agents_spawned_by_type": dict(zip(("vehicle", "pedestrian", "cyclist"), types.tolist(), strict=True)),
+        "agents_spawned_by_type": dict(
+            zip(("vehicle", "pedestrian", "cyclist"), types.tolist(), strict=True)
+        ),
         "events_by_type": {
             kind: dict(zip(EVENTS, events[k].tolist(), strict=True))
             for k, kind in enumerate(("vehicle", "pedestrian", "cyclist"))

@@ -181,7 +181,9 @@ class SimConfig:
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"SimConfig.{name} must be a probability in [0, 1], got {p}")
         if not 0 < self.eval_v_max <= self.v_max:
-            raise ValueError(f"SimConfig.eval_v_max must be in (0, v_max={self.v_max}], got {self.eval_v_max}")
+            raise ValueError(
+                f"SimConfig.eval_v_max must be in (0, v_max={self.v_max}], got {self.eval_v_max}"
+            )
         for name in ("pedestrian_fraction", "cyclist_fraction"):
             p = getattr(self, name)
             if not 0.0 <= p <= 1.0:
@@ -218,7 +220,9 @@ class SimConfig:
         if self.parked_per_world < 0:
             raise ValueError(f"SimConfig.parked_per_world must be >= 0, got {self.parked_per_world}")
         if not 0.0 <= self.spawn_speed_fraction <= 1.0:
-            raise ValueError(f"SimConfig.spawn_speed_fraction must be in [0, 1], got {self.spawn_speed_fraction}")
+            raise ValueError(
+                f"SimConfig.spawn_speed_fraction must be in [0, 1], got {self.spawn_speed_fraction}"
+            )
         names = tuple(c.name for c in self.conditioning)
         if names != CONDITIONING_NAMES:
             raise ValueError(f"SimConfig.conditioning must list {CONDITIONING_NAMES} in order, got {names}")

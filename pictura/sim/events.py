@@ -8,10 +8,12 @@ import warp as wp
 
 from pictura.maps.roadmap import LIGHT_RED
 from pictura.sim.geometry import (
+    BROAD_PHASE_MARGIN_M,
     Z_TOLERANCE_M,
     box_hits_segment,
     boxes_overlap,
     point_segment_distance,
+    segments_distance,
     segments_intersect,
     swept_box_hits_segment,
     wrap_angle,
@@ -40,20 +42,56 @@ def mid_pose(p0: wp.vec3, h0: float, p1: wp.vec3, h1: float):
 
 
 @wp.func
-def hits_parked(model: ModelData, parked_box: wp.array2d(dtype=float), w: int, p: wp.vec3, h: float, l: float, wd: float):
-    """Does the box (centre ``p``, heading ``h``, length ``l``, width ``wd``) overlap one of world
-    ``w``'s parked cars (rows of ``parked_box``, the snapshot)? |dz| >= 4 m never collides."""
+def sweep_circle(state: StateData, slot: int):
+    """Broad-phase circle of ``slot``'s step: centre at the mid-step position (the mid pose of
+    the swept test), radius = circumradius + half the move (+ a float margin), so it holds the
+    box at the end pose and at the mid pose; radius -1 for an invalid slot."""
+    p = state.pos[slot]
+    p0 = state.prev_pos[slot]
+    l = state.length[slot]
+    wd = state.width[slot]
+    m = xy(p0 + (p - p0) * 0.5)
+    radius = 0.5 * wp.sqrt(l * l + wd * wd) + 0.5 * wp.length(xy(p) - xy(p0)) + BROAD_PHASE_MARGIN_M
+    if state.valid[slot] == 0:
+        radius = -1.0
+    return wp.vec4(m[0], m[1], p[2], radius)
+
+
+@wp.func
+def hits_parked(
+    model: ModelData,
+    parked_box: wp.array2d(dtype=float),
+    w: int,
+    p: wp.vec3,
+    h: float,
+    l: float,
+    wd: float,
+    pm: wp.vec2,
+    hm: float,
+    moved: bool,
+    circle: wp.vec4,
+):
+    """Does the box (centre ``p``, heading ``h``, length ``l``, width ``wd``), or when ``moved``
+    its mid-step pose (``pm``, ``hm``), overlap one of world ``w``'s parked cars (rows of
+    ``parked_box``, the snapshot)? ``circle`` is the mover's `sweep_circle`. |dz| >= 4 m never
+    collides."""
     r = 0.5 * wp.sqrt(l * l + wd * wd)
     row0 = model.num_slots + w * model.parked_per_world
     hit = int(0)
     for row in range(row0, row0 + model.parked_per_world):
         if hit == 0 and parked_box[row, 7] >= 0.0:
-            q = wp.vec3(parked_box[row, 0], parked_box[row, 1], parked_box[row, 2])
             lo = parked_box[row, 4]
             wo = parked_box[row, 5]
-            if wp.abs(q[2] - p[2]) < Z_TOLERANCE_M:
-                if wp.length(xy(q) - xy(p)) < r + 0.5 * wp.sqrt(lo * lo + wo * wo):
+            ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
+            q = wp.vec3(parked_box[row, 0], parked_box[row, 1], parked_box[row, 2])
+            reach = circle[3] + ro
+            d = xy(q) - wp.vec2(circle[0], circle[1])
+            if wp.dot(d, d) < reach * reach and wp.abs(q[2] - p[2]) < Z_TOLERANCE_M:
+                if wp.length(xy(q) - xy(p)) < r + ro:
                     if boxes_overlap(xy(p), h, l, wd, xy(q), parked_box[row, 3], lo, wo):
+                        hit = 1
+                if hit == 0 and moved and wp.length(xy(q) - pm) < r + ro:
+                    if boxes_overlap(pm, hm, l, wd, xy(q), parked_box[row, 3], lo, wo):
                         hit = 1
     return hit
 
@@ -65,25 +103,32 @@ def collides(model: ModelData, state: StateData, parked_box: wp.array2d(dtype=fl
 
     Tested at the end of the step and, when both agents moved >= 0.1 m, at the mid-step poses
     too (so fast agents cannot pass through each other); parked cars at both poses. Pairs
-    further apart than the sum of circumradii, or |dz| >= 4 m, are skipped before SAT.
+    whose `sweep_circle`s do not meet (one vec4 read per pair), further apart than the sum of
+    circumradii, or |dz| >= 4 m, are skipped before SAT.
     """
     p = state.pos[slot]
     h = state.heading[slot]
     l = state.length[slot]
     wd = state.width[slot]
     r = 0.5 * wp.sqrt(l * l + wd * wd)
+    circle = state.sweep_circle[slot]
     pm, hm = mid_pose(state.prev_pos[slot], state.prev_heading[slot], p, h)
     moved = wp.length(p - state.prev_pos[slot]) >= SWEPT_COLLISION_MIN_MOVE_M
     start = model.world_slot_start[w]
     hit = int(0)
     for other in range(start, start + model.world_slot_count[w]):
-        if other != slot and state.valid[other] != 0 and hit == 0:
-            q = state.pos[other]
-            ho = state.heading[other]
-            lo = state.length[other]
-            wo = state.width[other]
-            ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
-            if wp.abs(q[2] - p[2]) < Z_TOLERANCE_M:
+        if hit == 0 and other != slot:
+            c = state.sweep_circle[other]
+            reach = circle[3] + c[3]
+            dx = c[0] - circle[0]
+            dy = c[1] - circle[1]
+            # c[3] < 0: invalid slot
+            if c[3] >= 0.0 and dx * dx + dy * dy < reach * reach and wp.abs(c[2] - p[2]) < Z_TOLERANCE_M:
+                q = state.pos[other]
+                ho = state.heading[other]
+                lo = state.length[other]
+                wo = state.width[other]
+                ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
                 if wp.length(xy(q) - xy(p)) < r + ro:
                     if boxes_overlap(xy(p), h, l, wd, xy(q), ho, lo, wo):
                         hit = 1
@@ -93,9 +138,7 @@ def collides(model: ModelData, state: StateData, parked_box: wp.array2d(dtype=fl
                         if boxes_overlap(pm, hm, l, wd, qm, hom, lo, wo):
                             hit = 1
     if hit == 0:
-        hit = hits_parked(model, parked_box, w, p, h, l, wd)
-    if hit == 0 and moved:
-        hit = hits_parked(model, parked_box, w, wp.vec3(pm[0], pm[1], p[2]), hm, l, wd)
+        hit = hits_parked(model, parked_box, w, p, h, l, wd, pm, hm, moved, circle)
     return hit
 
 
@@ -161,6 +204,7 @@ def crosses_road_edge(
     hl = 0.5 * length
     hw = 0.5 * width
     r = wp.sqrt(hl * hl + hw * hw)
+    reach = r + BROAD_PHASE_MARGIN_M
     p0 = xy(pos0)
     p1 = xy(pos1)
     lo = wp.vec2(wp.min(p0[0], p1[0]) - r, wp.min(p0[1], p1[1]) - r)
@@ -178,7 +222,9 @@ def crosses_road_edge(
                     a = model.edge_a[e]
                     b = model.edge_b[e]
                     dz = wp.min(wp.abs(a[2] - pos1[2]), wp.abs(b[2] - pos1[2]))
-                    if dz < Z_TOLERANCE_M:
+                    # every swept pose lies within r of the centre's path: farther segments
+                    # cannot be touched (a cheap test before the 4 interpolated poses)
+                    if dz < Z_TOLERANCE_M and segments_distance(p0, p1, xy(a), xy(b)) < reach:
                         if swept_box_hits_segment(p0, heading0, p1, heading1, hl, hw, xy(a), xy(b)):
                             hit = 1
     return hit
@@ -206,9 +252,14 @@ def box_on_road_edge(
                 a = model.edge_a[e]
                 b = model.edge_b[e]
                 wall_ok = walls_only == 0 or model.edge_wall[e] != 0
-                if wall_ok and wp.min(wp.abs(a[2] - pos[2]), wp.abs(b[2] - pos[2])) < Z_TOLERANCE_M:
-                    if box_hits_segment(p, heading, hl, hw, xy(a), xy(b)):
-                        hit = 1
+                if (
+                    hit == 0
+                    and wall_ok
+                    and wp.min(wp.abs(a[2] - pos[2]), wp.abs(b[2] - pos[2])) < Z_TOLERANCE_M
+                ):
+                    if point_segment_distance(p, xy(a), xy(b)) < r + BROAD_PHASE_MARGIN_M:
+                        if box_hits_segment(p, heading, hl, hw, xy(a), xy(b)):
+                            hit = 1
     return hit
 
 

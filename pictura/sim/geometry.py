@@ -15,6 +15,9 @@ SWEEP_SUBSTEPS = 4
 for a box to turn through ~180 deg in one step without stepping over an edge."""
 Z_TOLERANCE_M = 4.0
 """Geometry further than this in z is on another level (overpass) and never interacts."""
+BROAD_PHASE_MARGIN_M = 1.0e-3
+"""Added to the bounding circles of the broad-phase tests, so float rounding never culls a pair
+the exact test would hit."""
 
 
 @wp.func
@@ -165,6 +168,18 @@ def point_segment_distance(p: wp.vec2, a: wp.vec2, b: wp.vec2):
     if denom > 0.0:
         t = wp.clamp(wp.dot(p - a, ab) / denom, 0.0, 1.0)
     return wp.length(p - (a + ab * t))
+
+
+@wp.func
+def segments_distance(p1: wp.vec2, p2: wp.vec2, q1: wp.vec2, q2: wp.vec2):
+    """Shortest distance between closed segments p1p2 and q1q2 (0 when they intersect)."""
+    d = float(0.0)
+    if not segments_intersect(p1, p2, q1, q2):
+        d = wp.min(
+            wp.min(point_segment_distance(p1, q1, q2), point_segment_distance(p2, q1, q2)),
+            wp.min(point_segment_distance(q1, p1, p2), point_segment_distance(q2, p1, p2)),
+        )
+    return d
 
 
 @wp.func

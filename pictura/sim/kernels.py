@@ -1,10 +1,12 @@
 """All simulator kernels, in one Warp module so a cold cache compiles them once.
 
 Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) ->
-`rules_kernel` (lane association, events, goals, rewards, dones) -> `world_clock_kernel`
-(episode clock, reset decision) -> `final_observe_kernel` (pre-reset snapshot) ->
-`world_reset_kernel` (masked world resets) -> `lights_kernel` -> `observe_kernel` (snapshot +
-observations).
+`rules_kernel` (lane association, events, goals, rewards, dones) -> `goal_walk_kernel` (goal
+sets the rules asked for) -> `world_clock_kernel` (episode clock, reset decision) ->
+`final_observe_kernel` (takes those goal sets; pre-reset snapshot) -> the masked world resets
+(`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1),
+`goal_walk_kernel`; log replay: `replay_reset_kernel`) -> `observe_kernel` (takes the spawns'
+goal sets; snapshot, observations, lights).
 """
 
 # ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
@@ -16,7 +18,7 @@ import warp as wp
 from pictura.maps.roadmap import AGENT_PEDESTRIAN
 from pictura.sim.config import DIST_FIXED, DIST_UMIX
 from pictura.sim.dynamics import bicycle_step
-from pictura.sim.events import collides, crosses_road_edge, goal_reached, runs_red_light
+from pictura.sim.events import collides, crosses_road_edge, goal_reached, runs_red_light, sweep_circle
 from pictura.sim.features import (
     COND_ACC,
     COND_DELTA_GOAL,
@@ -33,13 +35,25 @@ from pictura.sim.features import (
     NUM_REWARD_TERMS,
 )
 from pictura.sim.geometry import boxes_overlap, rng_key, wrap_angle
-from pictura.sim.lanes import associate_lane, lane_speed_limit, lane_station, sample_goal_set
+from pictura.sim.goals import goal_set_try, request_goal_set, take_goal_set
+from pictura.sim.lanes import GOAL_WALK_TRIES, associate_lane, lane_speed_limit
 from pictura.sim.model import SLOT_CONTROLLED, SLOT_REPLAYED, ModelData
-from pictura.sim.paths import sample_path_goals
 from pictura.sim.replay import follow_log, restore_logged_world
 from pictura.sim.rewards import write_rewards
 from pictura.sim.snapshot import BOX_INVALID
-from pictura.sim.spawn import PURPOSE_GOALS, PURPOSE_SEED, respawn_world
+from pictura.sim.spawn import (
+    EAGER_AGENT_TRIES,
+    PURPOSE_GOALS,
+    PURPOSE_SEED,
+    STATIC_UNKNOWN,
+    begin_row_reset,
+    draw_agent_count,
+    draw_junction,
+    draw_light_off,
+    row_world,
+    spawn_round_row,
+    static_try_ok,
+)
 from pictura.sim.state import ControlData, StateData
 from pictura.sim.traffic import light_phase
 
@@ -65,6 +79,9 @@ _BOX_INVALID = wp.constant(BOX_INVALID)
 _PEDESTRIAN = wp.constant(AGENT_PEDESTRIAN)
 _P_GOALS = wp.constant(PURPOSE_GOALS)
 _P_SEED = wp.constant(PURPOSE_SEED)
+_GOAL_TRIES = wp.constant(GOAL_WALK_TRIES)
+_EAGER_AGENT_TRIES = wp.constant(EAGER_AGENT_TRIES)
+_STATIC_UNKNOWN = wp.constant(STATIC_UNKNOWN)
 _CONTROLLED = wp.constant(SLOT_CONTROLLED)
 _REPLAYED = wp.constant(SLOT_REPLAYED)
 
@@ -74,6 +91,10 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
     """Carry every per-slot field over and advance active agents by the bicycle model;
     replayed slots (log replay) take their logged pose instead."""
     slot = wp.tid()
+    if slot == model.world_slot_start[model.slot_world[slot]]:
+        # the world's first slot clears the counts `rules_kernel` adds to
+        state_out.world_valid_count[model.slot_world[slot]] = 0
+        state_out.world_halted_count[model.slot_world[slot]] = 0
     # fields the dynamics do not touch
     state_out.length[slot] = state_in.length[slot]
     state_out.width[slot] = state_in.width[slot]
@@ -147,6 +168,7 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
         state_out.distance[slot] = state_in.distance[slot]
     if replayed:
         follow_log(model, state_in, slot, state_out)
+    state_out.sweep_circle[slot] = sweep_circle(state_out, slot)
 
 
 @wp.func
@@ -175,15 +197,22 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     collision. Parked cars are read from ``state_in.agent_box`` (they only change at resets).
     Log replay: replayed slots have no rules (others collide with them); a controlled vehicle
     has one goal; reaching it sets goal_index 3 and `world_clock_kernel` then removes the vehicle
-    (not here: other threads of this launch read ``valid`` in their collision test)."""
+    (not here: other threads of this launch read ``valid`` in their collision test).
+
+    Counts each world's valid and halted slots after the rules into ``world_valid_count`` /
+    ``world_halted_count`` (cleared by `integrate_kernel`) for the early-reset decision."""
     slot = wp.tid()
-    if state_out.valid[slot] == 0 or state_out.halted[slot] != 0:
+    if state_out.valid[slot] == 0:
+        return
+    w = model.slot_world[slot]
+    wp.atomic_add(state_out.world_valid_count, w, 1)
+    if state_out.halted[slot] != 0:
+        wp.atomic_add(state_out.world_halted_count, w, 1)
         return
     mode = model.slot_mode[slot]
     if mode == _REPLAYED:
         return
     controlled = mode == _CONTROLLED
-    w = model.slot_world[slot]
     m = model.world_map[w]
     kind = state_out.kind[slot]
     pedestrian = kind == _PEDESTRIAN
@@ -227,22 +256,10 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
                 gi = gi + 1
     if gi >= 3 and (lane >= 0 or pedestrian) and not controlled:
         # open-ended episodes: the next set starts from the current lane (pedestrians: from
-        # the path segment of the last waypoint)
+        # the path segment and position of the last waypoint), drawn by the goal-walk pass
+        # that follows this kernel (streams slot x GOAL_WALK_TRIES ..)
         key = rng_key(state_in.world_seed[w], _P_GOALS, state_in.world_episode[w], state_in.world_step[w])
-        rng = wp.rand_init(key, slot)
-        if pedestrian:
-            ps = state_out.path_seg[slot]
-            g0, g1, g2, last, rng = sample_path_goals(model, ps, state_out.goal[slot, 2], rng)
-            state_out.path_seg[slot] = last
-            state_out.goal[slot, 0] = g0
-            state_out.goal[slot, 1] = g1
-            state_out.goal[slot, 2] = g2
-        else:
-            g0, g1, g2, rng = sample_goal_set(model, lane, lane_station(model, lane, pos), pos, heading, rng)
-            state_out.goal[slot, 0] = g0
-            state_out.goal[slot, 1] = g1
-            state_out.goal[slot, 2] = g2
-        gi = 0
+        request_goal_set(state_out, slot, key, slot * _GOAL_TRIES)
     state_out.goal_index[slot] = gi
 
     state_out.events[slot, _E_OFFROAD] = offroad
@@ -257,44 +274,23 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
         # infractions are terminal: the agent halts in place and stays as an obstacle
         state_out.terminated[slot] = 1
         state_out.halted[slot] = 1
+        wp.atomic_add(state_out.world_halted_count, w, 1)
         state_out.speed[slot] = 0.0
         state_out.accel_long[slot] = 0.0
         state_out.accel_lat[slot] = 0.0
 
 
-@wp.func
-def count_active(model: ModelData, state: StateData, w: int):
-    """Slots of world ``w`` that are valid and not halted (replayed slots do not count)."""
-    n = int(0)
-    start = model.world_slot_start[w]
-    for slot in range(start, start + model.world_slot_count[w]):
-        if state.valid[slot] != 0 and state.halted[slot] == 0 and model.slot_mode[slot] != _REPLAYED:
-            n += 1
-    return n
-
-
 @wp.kernel
 def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     """Advance each world's clock and decide its reset (past episode_length, or too many
-    halted; log replay: no early reset); mark truncated slots; carry the light schedule and
-    the parked-car rows over (a reset then redraws them)."""
+    halted; log replay: no early reset); a resetting world draws its new agent count. Clears
+    ``world_active_count`` (`observe_kernel` counts)."""
     w = wp.tid()
     state_out.world_seed[w] = state_in.world_seed[w]
     state_out.world_agent_count[w] = state_in.world_agent_count[w]
+    state_out.world_active_count[w] = 0
     episode = state_in.world_episode[w]
     step = state_in.world_step[w] + 1
-    m = model.world_map[w]
-    j0 = model.world_junction_start[w]
-    for j in range(model.map_junction_start[m + 1] - model.map_junction_start[m]):
-        state_out.junction_green[j0 + j] = state_in.junction_green[j0 + j]
-        state_out.junction_yellow[j0 + j] = state_in.junction_yellow[j0 + j]
-        state_out.junction_red[j0 + j] = state_in.junction_red[j0 + j]
-        state_out.junction_offset[j0 + j] = state_in.junction_offset[j0 + j]
-        state_out.junction_mode[j0 + j] = state_in.junction_mode[j0 + j]
-    l0 = model.world_light_start[w]
-    for k in range(model.map_light_start[m + 1] - model.map_light_start[m]):
-        state_out.light_off[l0 + k] = state_in.light_off[l0 + k]
-
     start = model.world_slot_start[w]
     count = model.world_slot_count[w]
     if model.replay != 0:
@@ -304,69 +300,134 @@ def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateDa
                 if state_out.goal_index[slot] >= 3:
                     state_out.valid[slot] = 0
                     state_out.speed[slot] = 0.0
-    n_valid = int(0)
-    n_halted = int(0)
-    for slot in range(start, start + count):
-        if state_out.valid[slot] != 0:
-            n_valid += 1
-            if state_out.halted[slot] != 0:
-                n_halted += 1
+    n_valid = state_out.world_valid_count[w]
+    n_halted = state_out.world_halted_count[w]
     reset = step >= model.episode_length
-    if model.replay == 0 and n_valid > 0 and float(n_halted) >= model.early_reset_halted_fraction * float(n_valid):
+    if (
+        model.replay == 0
+        and n_valid > 0
+        and float(n_halted) >= model.early_reset_halted_fraction * float(n_valid)
+    ):
         reset = True
     state_out.world_reset[w] = 0
     if reset:
-        for slot in range(start, start + count):
-            if state_in.valid[slot] != 0 and state_in.halted[slot] == 0 and state_out.terminated[slot] == 0:
-                if model.slot_mode[slot] != _REPLAYED:
-                    state_out.truncated[slot] = 1
         episode = episode + 1
         step = 0
         state_out.world_reset[w] = 1
     state_out.world_episode[w] = episode
     state_out.world_step[w] = step
-    # parked cars only change at resets: carry their snapshot rows over
-    row0 = model.num_slots + w * model.parked_per_world
-    for row in range(row0, row0 + model.parked_per_world):
-        for c in range(8):
-            state_out.agent_box[row, c] = state_in.agent_box[row, c]
+    if reset and model.replay == 0:
+        draw_agent_count(model, state_out, w)
 
 
 @wp.kernel
-def world_reset_kernel(model: ModelData, state: StateData):
-    """Respawn the worlds `world_clock_kernel` flagged (log replay: restore the logged start);
-    count every world's active slots."""
-    w = wp.tid()
-    if state.world_reset[w] != 0:
-        if model.replay != 0:
-            restore_logged_world(model, state, w)
-        else:
-            respawn_world(model, state, w)
-    state.world_active_count[w] = count_active(model, state, w)
-
-
-@wp.kernel
-def reset_kernel(model: ModelData, seed: int, state: StateData):
-    """`reset`: key every world's RNG from ``seed``, clear its outputs, respawn it."""
+def reset_clock_kernel(model: ModelData, seed: int, state: StateData):
+    """`reset`: key every world's RNG from ``seed``, restart its clock, flag it for the reset
+    launches and draw its agent count."""
     w = wp.tid()
     state.world_seed[w] = rng_key(seed, _P_SEED, w, 0)
     state.world_episode[w] = 0
     state.world_step[w] = 0
     state.world_reset[w] = 1
-    start = model.world_slot_start[w]
-    for slot in range(start, start + model.world_slot_count[w]):
-        state.reward[slot] = 0.0
-        for k in range(_NUM_TERMS):
-            state.reward_terms[slot, k] = 0.0
-        for k in range(_NUM_EVENTS):
-            state.events[slot, k] = 0
-        state.terminated[slot] = 0
-        state.truncated[slot] = 0
-    if model.replay != 0:
-        restore_logged_world(model, state, w)
+    state.world_active_count[w] = 0
+    if model.replay == 0:
+        draw_agent_count(model, state, w)
+
+
+@wp.kernel
+def reset_rows_kernel(model: ModelData, state_in: StateData, from_step: int, state_out: StateData):
+    """One thread per snapshot row (S slots, then the parked rows), world junction and world
+    light. In a resetting world: slots active before the step and not terminated get
+    ``truncated`` (``from_step``; `reset` clears the per-step outputs instead), rows are cleared
+    and drawn (`begin_row_reset`), junctions and lights draw their new schedule. Other worlds
+    carry their parked rows, schedules and outages over from ``state_in``. Log replay: slots,
+    junctions and lights of resetting worlds are left to ``replay_reset_kernel``."""
+    tid = wp.tid()
+    rows = model.num_slots + model.num_worlds * model.parked_per_world
+    jw = model.world_junction_world.shape[0]
+    if tid < model.num_slots:
+        slot = tid
+        if state_out.world_reset[model.slot_world[slot]] == 0:
+            return
+        if from_step != 0:
+            if state_in.valid[slot] != 0 and state_in.halted[slot] == 0 and state_out.terminated[slot] == 0:
+                if model.slot_mode[slot] != _REPLAYED:
+                    state_out.truncated[slot] = 1
+        else:
+            state_out.reward[slot] = 0.0
+            for k in range(_NUM_TERMS):
+                state_out.reward_terms[slot, k] = 0.0
+            for k in range(_NUM_EVENTS):
+                state_out.events[slot, k] = 0
+            state_out.terminated[slot] = 0
+            state_out.truncated[slot] = 0
+        if model.replay == 0:
+            begin_row_reset(model, state_out, slot)
+    elif tid < rows:
+        row = tid
+        if state_out.world_reset[row_world(model, row)] != 0:
+            begin_row_reset(model, state_out, row)
+        else:
+            for c in range(8):
+                state_out.agent_box[row, c] = state_in.agent_box[row, c]
+    elif tid < rows + jw:
+        wj = tid - rows
+        if state_out.world_reset[model.world_junction_world[wj]] == 0:
+            state_out.junction_green[wj] = state_in.junction_green[wj]
+            state_out.junction_yellow[wj] = state_in.junction_yellow[wj]
+            state_out.junction_red[wj] = state_in.junction_red[wj]
+            state_out.junction_offset[wj] = state_in.junction_offset[wj]
+            state_out.junction_mode[wj] = state_in.junction_mode[wj]
+        elif model.replay == 0:
+            draw_junction(model, state_out, wj)
     else:
-        respawn_world(model, state, w)
-    state.world_active_count[w] = count_active(model, state, w)
+        tl = tid - rows - jw
+        if state_out.world_reset[model.world_light_world[tl]] == 0:
+            state_out.light_off[tl] = state_in.light_off[tl]
+        elif model.replay == 0:
+            draw_light_off(model, state_out, tl)
+
+
+@wp.kernel
+def spawn_static_kernel(model: ModelData, state: StateData):
+    """One thread per try tested up front in the resetting worlds (`static_try_ok`): the first
+    `EAGER_AGENT_TRIES` of every slot (S x EAGER_AGENT_TRIES threads, later ones stay unknown
+    until a round reaches them), then every try of every parked row (P x spawn_attempts)."""
+    tid = wp.tid()
+    row = int(0)
+    attempt = int(0)
+    tries = wp.min(_EAGER_AGENT_TRIES, model.spawn_attempts)
+    eager = model.num_slots * tries
+    if tid < eager:
+        row = tid // tries
+        attempt = tid - row * tries
+    else:
+        row = model.num_slots + (tid - eager) // model.spawn_attempts
+        attempt = tid - eager - (row - model.num_slots) * model.spawn_attempts
+    if state.world_reset[row_world(model, row)] == 0:
+        return
+    if row < model.num_slots and attempt == 0:
+        # the tries left to the rounds
+        for later in range(tries, model.spawn_attempts):
+            state.spawn_static_ok[row, later] = _STATIC_UNKNOWN
+    state.spawn_static_ok[row, attempt] = static_try_ok(model, state, row, attempt)
+
+
+@wp.kernel
+def spawn_round_kernel(model: ModelData, spawn_round: int, last: int, state: StateData):
+    """One thread per snapshot row of the resetting worlds: `spawn_round`."""
+    row = wp.tid()
+    # (the mask is tested here, not only inside: on "cpu" every call copies the structs)
+    if state.world_reset[row_world(model, row)] != 0:
+        spawn_round_row(model, state, row, spawn_round, last)
+
+
+@wp.kernel
+def replay_reset_kernel(model: ModelData, state: StateData):
+    """Log replay: resetting worlds go back to their logged start."""
+    w = wp.tid()
+    if state.world_reset[w] != 0:
+        restore_logged_world(model, state, w)
 
 
 @wp.func
@@ -387,13 +448,6 @@ def world_light_state(model: ModelData, state: StateData, tid: int, world_step: 
         state.junction_mode[wj],
         state.light_off[tid],
     )
-
-
-@wp.kernel
-def lights_kernel(model: ModelData, state: StateData):
-    """LIGHT_* of every world light from its junction's schedule and the world clock."""
-    tid = wp.tid()
-    state.light_state[tid] = world_light_state(model, state, tid, state.world_step[model.world_light_world[tid]])
 
 
 @wp.func
@@ -481,16 +535,43 @@ def write_observation(
 
 @wp.kernel
 def observe_kernel(model: ModelData, state: StateData):
-    """Write ``active`` (valid, not halted, not replayed), the render snapshot ``agent_box``
-    and the observation features."""
-    slot = wp.tid()
+    """One thread per slot, then one per world light. A slot takes its pending goal set (the
+    spawns ask for them), writes ``active`` (valid, not halted, not replayed; counted into
+    ``world_active_count``), the render snapshot ``agent_box`` and the observation features; a
+    light writes its ``light_state`` from its junction's schedule and the world clock."""
+    tid = wp.tid()
+    if tid >= model.num_slots:
+        tl = tid - model.num_slots
+        state.light_state[tl] = world_light_state(
+            model, state, tl, state.world_step[model.world_light_world[tl]]
+        )
+        return
+    slot = tid
+    take_goal_set(state, slot)
     active = int(0)
     if state.valid[slot] != 0 and state.halted[slot] == 0 and model.slot_mode[slot] != _REPLAYED:
         active = 1
     state.active[slot] = active
+    if active != 0:
+        wp.atomic_add(state.world_active_count, model.slot_world[slot], 1)
     write_observation(
-        model, state, slot, state.agent_box, state.obs_ego, state.obs_ego_aux, state.obs_goals, state.obs_conditioning
+        model,
+        state,
+        slot,
+        state.agent_box,
+        state.obs_ego,
+        state.obs_ego_aux,
+        state.obs_goals,
+        state.obs_conditioning,
     )
+
+
+@wp.kernel
+def goal_walk_kernel(model: ModelData, state: StateData):
+    """One thread per (slot, try) of the slots with a goal-set request: `goal_set_try`."""
+    slot, t = wp.tid()
+    if state.goal_stream[slot] >= 0:
+        goal_set_try(model, state, slot, t)
 
 
 @wp.kernel
@@ -501,6 +582,7 @@ def final_observe_kernel(model: ModelData, state_in: StateData, state_out: State
     row = wp.tid()
     rows = model.num_slots + model.num_worlds * model.parked_per_world
     if row < model.num_slots:
+        take_goal_set(state_out, row)  # goal sets the rules asked for
         write_observation(
             model,
             state_out,

@@ -46,6 +46,8 @@ class ModelData:
     lane_stop_line: wp.array(dtype=wp.int32)
     lane_succ_offsets: wp.array(dtype=wp.int32)
     lane_succ: wp.array(dtype=wp.int32)
+    lane_jump: wp.array2d(dtype=wp.int32)
+    lane_jump_length: wp.array2d(dtype=float)
     map_lane_start: wp.array(dtype=wp.int32)
     map_lane_seg_start: wp.array(dtype=wp.int32)
     # road edges
@@ -75,6 +77,7 @@ class ModelData:
     # spatial grids
     map_grid_origin: wp.array(dtype=wp.vec2)
     map_grid_cell: wp.array(dtype=float)
+    map_lane_reach: wp.array(dtype=float)
     map_grid_nx: wp.array(dtype=wp.int32)
     map_grid_ny: wp.array(dtype=wp.int32)
     map_cell_start: wp.array(dtype=wp.int32)
@@ -82,12 +85,15 @@ class ModelData:
     lane_cell_items: wp.array(dtype=wp.int32)
     edge_cell_offsets: wp.array(dtype=wp.int32)
     edge_cell_items: wp.array(dtype=wp.int32)
+    stop_cell_offsets: wp.array(dtype=wp.int32)
+    stop_cell_items: wp.array(dtype=wp.int32)
     # world layout
     world_map: wp.array(dtype=wp.int32)
     world_slot_start: wp.array(dtype=wp.int32)
     world_slot_count: wp.array(dtype=wp.int32)
     world_light_start: wp.array(dtype=wp.int32)
     world_junction_start: wp.array(dtype=wp.int32)
+    world_junction_world: wp.array(dtype=wp.int32)
     slot_world: wp.array(dtype=wp.int32)
     world_light_world: wp.array(dtype=wp.int32)
     world_light_map_light: wp.array(dtype=wp.int32)
@@ -169,6 +175,9 @@ class Model:
       lane_stop_line           (L,) int32        global stop line ending this lane or -1
       lane_succ_offsets        (L + 1,) int32    CSR into lane_succ
       lane_succ                (Es,) int32       successor lane ids (global)
+      lane_jump                (L, 8) int32      lane 2^k single-successor hops ahead, -1 when a
+                                                 lane on the way has 0 or several successors
+      lane_jump_length         (L, 8) float, m   length of the 2^k lanes skipped by that jump
       map_lane_start           (M + 1,) int32    lanes of map m: [start[m], start[m+1])
       map_lane_seg_start       (M + 1,) int32    lane segments of map m
     Road edges and walls (one list, one grid): edge_a, edge_b (E,) vec3 m; edge_wall (E,) int
@@ -184,10 +193,13 @@ class Model:
                   map_light_start (M + 1,); junction_group_count (J,); map_junction_start (M + 1,)
     Grids (one per map): map_grid_origin (M,) vec2 m; map_grid_cell (M,) m;
                   map_grid_nx/ny (M,); map_cell_start (M + 1,) first cell of map m;
+                  map_lane_reach (M,) m: lane association search radius (3 x widest lane);
                   lane_cell_offsets (C + 1,), lane_cell_items: global lane segment ids per cell;
-                  edge_cell_offsets (C + 1,), edge_cell_items: global road-edge segment ids per cell
+                  edge_cell_offsets (C + 1,), edge_cell_items: global road-edge segment ids per cell;
+                  stop_cell_offsets (C + 1,), stop_cell_items: global stop line ids per cell
     Layout (`WorldLayout`): world_map, world_slot_start, world_slot_count, world_light_start (W,);
-                  world_junction_start (W,) first world-junction of world w; slot_world (S,);
+                  world_junction_start (W,) first world-junction of world w; world_junction_world
+                  (Jw,) world of each world junction; slot_world (S,);
                   world_light_world (Tw,) world of each world light; world_light_map_light (Tw,)
                   its global map light id
     Conditioning: cond_low, cond_high (17,) float; cond_kind (17,) DIST_* (Table 2)
@@ -256,7 +268,10 @@ def pedestrian_paths(rm: RoadMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     Returns ``(Np, 3)`` start and end points and ``(Np,)`` map-local next / previous segment on
     the same polyline (-1 at its ends).
     """
-    polylines = [rm.sidewalk_points[rm.sidewalk_offsets[k] : rm.sidewalk_offsets[k + 1]] for k in range(len(rm.sidewalk_offsets) - 1)]
+    polylines = [
+        rm.sidewalk_points[rm.sidewalk_offsets[k] : rm.sidewalk_offsets[k + 1]]
+        for k in range(len(rm.sidewalk_offsets) - 1)
+    ]
     for quad in rm.crosswalk_points.reshape(-1, 4, 3):
         m01, m23 = 0.5 * (quad[0] + quad[1]), 0.5 * (quad[2] + quad[3])
         m12, m30 = 0.5 * (quad[1] + quad[2]), 0.5 * (quad[3] + quad[0])
@@ -287,6 +302,30 @@ def pedestrian_paths(rm: RoadMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
         np.concatenate(nxt).astype(np.int32),
         np.concatenate(prv).astype(np.int32),
     )
+
+
+def lane_jump_table(
+    succ_offsets: np.ndarray, succ: np.ndarray, lane_length: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(L, JUMP_LEVELS)`` jump table of the lane graph for `walk_lanes`: entry (l, k) is the
+    lane reached from l after 2^k hops through lanes with exactly one successor (-1 if a lane on
+    the way has none or several), with the summed length of the 2^k lanes it skips (l included,
+    the landing lane not)."""
+    from pictura.sim.lanes import JUMP_LEVELS
+
+    count = np.diff(succ_offsets)
+    L = len(count)
+    jump = np.full((L, JUMP_LEVELS), -1, np.int64)
+    length = np.zeros((L, JUMP_LEVELS), np.float64)
+    single = count == 1
+    jump[single, 0] = succ[succ_offsets[:-1][single]]
+    length[:, 0] = lane_length
+    for k in range(1, JUMP_LEVELS):
+        prev = jump[:, k - 1]
+        ok = prev >= 0
+        jump[ok, k] = jump[prev[ok], k - 1]
+        length[ok, k] = length[ok, k - 1] + length[prev[ok], k - 1]
+    return jump.astype(np.int32), length.astype(np.float32)
 
 
 def build_model(
@@ -353,6 +392,7 @@ def build_model(
         [np.zeros(1, np.int32)],
         [],
     )
+    stop_cell_off, stop_cell_items = [np.zeros(1, np.int32)], []
     seg_total = edge_total = stop_total = junction_total = 0
     for m, rm in enumerate(road_maps):
         l0 = int(map_lane_start[m])
@@ -418,6 +458,9 @@ def build_model(
         off, items = bin_segments(grid, eseg)
         edge_cell_off.append(off[1:] + edge_cell_off[-1][-1])
         edge_cell_items.append(items + edge_total)
+        off, items = bin_segments(grid, rm.stop_line_points.astype(np.float32).reshape(-1, 2, 3))
+        stop_cell_off.append(off[1:] + stop_cell_off[-1][-1])
+        stop_cell_items.append(items + stop_total - len(rm.stop_line_lane))
         seg_total += len(seg)
         edge_total += len(eseg)
 
@@ -437,6 +480,9 @@ def build_model(
     a["lane_stop_line"] = cat(lane_stop, dtype=i)
     a["lane_succ_offsets"] = np.asarray(succ_off, i)
     a["lane_succ"] = cat(succ, dtype=i)
+    a["lane_jump"], a["lane_jump_length"] = lane_jump_table(
+        a["lane_succ_offsets"], a["lane_succ"], a["lane_length"]
+    )
     a["map_lane_start"] = map_lane_start
     a["map_lane_seg_start"] = _starts(seg_counts)
     a["edge_a"] = cat(edge_a, (3,))
@@ -470,6 +516,12 @@ def build_model(
     a["map_junction_start"] = _starts(junction_counts)
     a["map_grid_origin"] = np.stack(grid_origin).astype(f)
     a["map_grid_cell"] = np.asarray(grid_cell, f)
+    from pictura.sim.lanes import ASSOCIATION_WIDTHS  # lanes.py imports ModelData from here
+
+    # lane association looks this far: 3 widths of the map's widest lane (and a float margin)
+    a["map_lane_reach"] = np.asarray(
+        [ASSOCIATION_WIDTHS * float(rm.lane_width.max()) * 1.001 + 1e-3 for rm in road_maps], f
+    )
     a["map_grid_nx"] = np.asarray(grid_nx, i)
     a["map_grid_ny"] = np.asarray(grid_ny, i)
     a["map_cell_start"] = _starts(cell_counts)
@@ -477,6 +529,8 @@ def build_model(
     a["lane_cell_items"] = cat(lane_cell_items, dtype=i)
     a["edge_cell_offsets"] = cat(edge_cell_off, dtype=i)
     a["edge_cell_items"] = cat(edge_cell_items, dtype=i)
+    a["stop_cell_offsets"] = cat(stop_cell_off, dtype=i)
+    a["stop_cell_items"] = cat(stop_cell_items, dtype=i)
 
     wm = layout.world_map.astype(i)
     a["world_map"] = wm
@@ -485,6 +539,7 @@ def build_model(
     a["world_light_start"] = layout.world_light_start.astype(i)
     world_junctions = np.asarray(junction_counts, i)[wm]
     a["world_junction_start"] = _starts(world_junctions.tolist())[:-1]
+    a["world_junction_world"] = np.repeat(np.arange(len(wm), dtype=i), world_junctions)
     model.world_junction_total = int(world_junctions.sum())
     a["slot_world"] = layout.slot_world.astype(i)
     a["world_light_world"] = np.repeat(np.arange(len(wm), dtype=i), lights_per_world)

@@ -1,10 +1,33 @@
 """Masked world reset: lights, parked cars, agent count, types, sizes, Table 2 conditioning,
-spawn poses and speeds, goals.
+spawn poses and speeds, goals; every part parallel over worlds' rows (no thread loops over a
+world's agents x tries x map queries).
 
-One thread resets one world: first the light schedule (the spawn test needs the lights at
-t = 0), then its parked cars, then its agents one after another so each spawn can reject
-overlap with those already placed. All draws come from ``wp.rand_init`` keyed by
-(world seed, episode, slot, attempt), so a seeded rollout repeats bit for bit.
+A reset is a fixed sequence of launches that run every step, masked by ``world_reset`` (no
+host sync, nothing data dependent), each kernel in `pictura.sim.kernels`:
+
+1. ``reset_rows_kernel``, one thread per snapshot row, world junction and world light:
+   resetting worlds draw each junction's schedule and light outage (the spawn test needs the
+   lights at t = 0), clear each slot and draw its type, size and conditioning, clear each
+   parked row; other worlds carry their schedules and parked rows over.
+2. ``spawn_static_kernel``, one thread per (row, try): the tests that need no other agent, for
+   many tries at once (every try of a parked car, the first `EAGER_AGENT_TRIES` of an agent;
+   a round tests a later one when it gets there): the 1.1x box clear of road edges and walls
+   (pedestrians: walls), vehicles and cyclists off red / yellow stop lines, parked cars beside a
+   curb (maps without parking spots).
+3. ``spawn_round_kernel`` launched `SPAWN_ROUNDS` + 1 times, one thread per row: the overlap
+   tests. A world's rows are ranked, its parked cars first, then its slots in order. In round r
+   every unplaced row holds at most one proposal; it is accepted when it overlaps no proposal
+   of a higher-ranked row in the same round (so accepted rows never overlap each other), else
+   the row scans its next statically clear tries for one that overlaps neither a row placed
+   before this round nor any proposal of this round (a superset of what this round accepts),
+   and proposes it in round r + 1. Launch -1 only proposes; a row still unplaced after the last
+   round, or out of tries, stays invalid. Overlap means the boxes overlap at t = 0,
+   forecast / 2 or forecast under constant velocity (parked cars stand still).
+
+Every row only writes its own entries; a round reads the proposals the previous launch wrote
+(double-buffered by round parity), so the result does not depend on thread order. All draws
+come from ``wp.rand_init`` keyed by (world seed, episode, slot, try), so a seeded rollout
+repeats bit for bit on the same device.
 """
 
 # ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
@@ -28,9 +51,9 @@ from pictura.sim.features import (
     NUM_COEFFICIENTS,
 )
 from pictura.sim.geometry import Z_TOLERANCE_M, box_hits_segment, boxes_overlap, rng_key, xy
-from pictura.sim.lanes import lane_speed_limit, lane_station, sample_goal_set
+from pictura.sim.goals import NO_GOAL_REQUEST, request_goal_set
+from pictura.sim.lanes import GOAL_WALK_TRIES, grid_cell_range, lane_speed_limit
 from pictura.sim.model import ModelData
-from pictura.sim.paths import sample_path_goals
 from pictura.sim.snapshot import BOX_INVALID
 from pictura.sim.state import StateData
 from pictura.sim.traffic import JUNCTION_ALWAYS_GREEN, JUNCTION_CYCLING, JUNCTION_OFF, light_phase
@@ -40,7 +63,8 @@ SPAWN_EDGE_MARGIN = 1.1
 PURPOSE_AGENTS, PURPOSE_LIGHTS, PURPOSE_GOALS, PURPOSE_SEED, PURPOSE_PARKED = 1, 2, 3, 4, 5
 """RNG key purposes, so the streams of different draws never coincide."""
 ATTEMPT_STRIDE = 1024
-"""RNG offsets per slot: 0 = size and conditioning, 1..attempts = spawn tries, stride-1 = goals."""
+"""RNG offsets per slot: 0 = size and conditioning, 1..attempts = spawn tries, the last
+GOAL_WALK_TRIES = goal-set tries."""
 
 _DIST_FIXED = wp.constant(DIST_FIXED)
 _DIST_UMIX = wp.constant(DIST_UMIX)
@@ -66,6 +90,16 @@ PARKED_CURB_PROBE = 0.6
 """m: a car beside a lane is kept only when its box moved this far right touches a road edge."""
 FORECAST_SAMPLES = 3
 """Times of the spawn forecast: 0, forecast/2, forecast (constant velocity)."""
+SPAWN_ROUNDS = 4
+"""Acceptance rounds of the overlap test (a row proposes one try per round)."""
+EAGER_AGENT_TRIES = 8
+"""Tries per agent slot that `spawn_static_kernel` tests up front (about 97 % pass on the CARLA
+towns); later ones are tested when a round reaches them. Parked cars test all their tries up
+front (beside lanes, as few as a quarter pass)."""
+STATIC_UNKNOWN = -1
+"""``spawn_static_ok`` of a try not tested yet."""
+NOT_PLACED = 1 << 30
+"""``spawn_placed_round`` of a row not (yet) placed."""
 DEFAULT_SPEED_LIMIT = 15.0
 """m/s where a lane gives none (the rules use the same value)."""
 _STRIDE = wp.constant(ATTEMPT_STRIDE)
@@ -73,7 +107,16 @@ _MODE_CYCLING = wp.constant(JUNCTION_CYCLING)
 _MODE_OFF = wp.constant(JUNCTION_OFF)
 _MODE_GREEN = wp.constant(JUNCTION_ALWAYS_GREEN)
 _P_AGENTS = wp.constant(PURPOSE_AGENTS)
+_GOAL_TRIES = wp.constant(GOAL_WALK_TRIES)
+_NO_GOAL_REQUEST = wp.constant(NO_GOAL_REQUEST)
 _P_LIGHTS = wp.constant(PURPOSE_LIGHTS)
+_FORECAST_SAMPLES = wp.constant(FORECAST_SAMPLES)
+_NOT_PLACED = wp.constant(NOT_PLACED)
+_EAGER_AGENT_TRIES = wp.constant(EAGER_AGENT_TRIES)
+_STATIC_UNKNOWN = wp.constant(STATIC_UNKNOWN)
+_EDGE_MARGIN = wp.constant(SPAWN_EDGE_MARGIN)
+_CURB_GAP = wp.constant(PARKED_CURB_GAP)
+_CURB_PROBE = wp.constant(PARKED_CURB_PROBE)
 
 
 @wp.func
@@ -119,6 +162,7 @@ def clear_slot(state: StateData, slot: int):
     state.lane_offset[slot] = 0.0
     state.lane_heading_error[slot] = 0.0
     state.goal_index[slot] = 0
+    state.goal_stream[slot] = _NO_GOAL_REQUEST
     state.path_seg[slot] = -1
     state.distance[slot] = 0.0
     for g in range(3):
@@ -161,98 +205,124 @@ def light_at_reset(model: ModelData, state: StateData, w: int, m: int, light: in
 
 @wp.func
 def on_stopping_line(
-    model: ModelData, state: StateData, w: int, m: int, pos: wp.vec3, heading: float, length: float, width: float
+    model: ModelData,
+    state: StateData,
+    w: int,
+    m: int,
+    pos: wp.vec3,
+    heading: float,
+    length: float,
+    width: float,
 ):
-    """Does the box touch a stop line whose light is red or yellow at t = 0 (spawn test)?"""
+    """Does the box touch a stop line whose light is red or yellow at t = 0 (spawn test)? Only
+    the stop lines listed in the grid cells under the box are tested."""
     hl = 0.5 * length
     hw = 0.5 * width
     r = wp.sqrt(hl * hl + hw * hw)
+    p = xy(pos)
+    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, p - wp.vec2(r, r), p + wp.vec2(r, r))
+    nx = model.map_grid_nx[m]
+    base = model.map_cell_start[m]
     hit = int(0)
-    for k in range(model.map_stop_start[m], model.map_stop_start[m + 1]):
-        light = model.stop_line_light[k]
-        if hit == 0 and light >= 0:
-            a = model.stop_line_a[k]
-            b = model.stop_line_b[k]
-            mid = (a + b) * 0.5
-            near = wp.length(xy(mid) - xy(pos)) < r + 0.5 * wp.length(xy(b) - xy(a))
-            if near and wp.abs(mid[2] - pos[2]) < Z_TOLERANCE_M:
-                st = light_at_reset(model, state, w, m, light)
-                if st == _RED or st == _YELLOW:
-                    if box_hits_segment(xy(pos), heading, hl, hw, xy(a), xy(b)):
-                        hit = 1
+    for iy in range(iy0, iy1 + 1):
+        for ix in range(ix0, ix1 + 1):
+            cell = base + iy * nx + ix
+            for item in range(model.stop_cell_offsets[cell], model.stop_cell_offsets[cell + 1]):
+                k = model.stop_cell_items[item]
+                light = model.stop_line_light[k]
+                if hit == 0 and light >= 0:
+                    a = model.stop_line_a[k]
+                    b = model.stop_line_b[k]
+                    mid = (a + b) * 0.5
+                    near = wp.length(xy(mid) - p) < r + 0.5 * wp.length(xy(b) - xy(a))
+                    if near and wp.abs(mid[2] - pos[2]) < Z_TOLERANCE_M:
+                        st = light_at_reset(model, state, w, m, light)
+                        if st == _RED or st == _YELLOW:
+                            if box_hits_segment(p, heading, hl, hw, xy(a), xy(b)):
+                                hit = 1
     return hit
 
 
 @wp.func
-def forecast_clear(
-    model: ModelData,
-    state: StateData,
-    w: int,
-    slot: int,
-    pos: wp.vec3,
-    heading: float,
-    speed: float,
-    length: float,
-    width: float,
-):
-    """No overlap with the agents placed before ``slot`` nor with the world's parked cars, at
-    t = 0, forecast/2 and forecast under constant velocity (REFERENCE.md spawn rule).
-
-    A pair is only tested when the two circumcircles can meet within the forecast (centre
-    distance below the radii plus both speeds x forecast), so far-away agents cost one
-    distance test."""
-    ok = bool(True)
-    r0 = 0.5 * wp.sqrt(length * length + width * width)
-    u = wp.vec3(wp.cos(heading), wp.sin(heading), 0.0)
-    horizon = model.spawn_forecast_s
-    for other in range(model.world_slot_start[w], slot):
-        if ok and state.valid[other] != 0:
-            q0 = state.pos[other]
-            ho = state.heading[other]
-            vo = state.speed[other]
-            lo = state.length[other]
-            wo = state.width[other]
-            ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
-            reach = r0 + ro + (wp.abs(speed) + wp.abs(vo)) * horizon
-            if wp.length(xy(q0) - xy(pos)) < reach and wp.abs(q0[2] - pos[2]) < Z_TOLERANCE_M:
-                uo = wp.vec3(wp.cos(ho), wp.sin(ho), 0.0)
-                for i in range(FORECAST_SAMPLES):
-                    t = horizon * float(i) / float(FORECAST_SAMPLES - 1)
-                    p = pos + u * (speed * t)
-                    q = q0 + uo * (vo * t)
-                    if ok and wp.length(xy(q) - xy(p)) < r0 + ro:
-                        if boxes_overlap(xy(p), heading, length, width, xy(q), ho, lo, wo):
-                            ok = False
-    row0 = model.num_slots + w * model.parked_per_world
-    for row in range(row0, row0 + model.parked_per_world):
-        if ok and state.agent_box[row, 7] >= 0.0:
-            q = wp.vec3(state.agent_box[row, 0], state.agent_box[row, 1], state.agent_box[row, 2])
-            lo = state.agent_box[row, 4]
-            wo = state.agent_box[row, 5]
-            ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
-            if wp.length(xy(q) - xy(pos)) < r0 + ro + wp.abs(speed) * horizon:
-                if wp.abs(q[2] - pos[2]) < Z_TOLERANCE_M:
-                    for i in range(FORECAST_SAMPLES):
-                        t = horizon * float(i) / float(FORECAST_SAMPLES - 1)
-                        p = pos + u * (speed * t)
-                        if ok and wp.length(xy(q) - xy(p)) < r0 + ro:
-                            if boxes_overlap(xy(p), heading, length, width, xy(q), state.agent_box[row, 3], lo, wo):
-                                ok = False
-    return ok
+def row_world(model: ModelData, row: int):
+    """World of snapshot row ``row`` (a slot, or a parked row after the S slots)."""
+    w = int(0)
+    if row < model.num_slots:
+        w = model.slot_world[row]
+    else:
+        w = (row - model.num_slots) // model.parked_per_world
+    return w
 
 
 @wp.func
-def spawn_agent(model: ModelData, state: StateData, w: int, m: int, slot: int, key: int):
-    """Draw type, size and conditioning of ``slot`` and try to place it; 1 if placed, else the
-    slot is left invalid.
+def agents_key(state: StateData, w: int):
+    return rng_key(state.world_seed[w], _P_AGENTS, state.world_episode[w], 0)
 
-    Vehicles and cyclists spawn on a random point of a random lane segment with the lane
-    heading; pedestrians on a random point of a pedestrian-path segment, facing either way.
-    A try is rejected when the 1.1x box touches a road edge or wall (pedestrians: a wall),
-    when it touches a stop line whose light is red or yellow (vehicles, cyclists), or when the
-    box overlaps a placed agent or parked car within the 1 s constant-velocity forecast.
-    """
-    local = slot - model.world_slot_start[w]
+
+@wp.func
+def parked_key(state: StateData, w: int):
+    return rng_key(state.world_seed[w], _P_PARKED, state.world_episode[w], 0)
+
+
+@wp.func
+def lights_key(state: StateData, w: int):
+    return rng_key(state.world_seed[w], _P_LIGHTS, state.world_episode[w], 0)
+
+
+@wp.func
+def draw_agent_count(model: ModelData, state: StateData, w: int):
+    """Agents of world ``w``'s new episode, U{agents_lo, agents_hi} (written to
+    ``world_agent_count``; its first that many slots try to spawn)."""
+    rng = wp.rand_init(agents_key(state, w), -1)
+    n = wp.randi(rng, model.agents_lo, model.agents_hi + 1)
+    state.world_agent_count[w] = n
+    return n
+
+
+@wp.func
+def draw_junction(model: ModelData, state: StateData, wj: int):
+    """Schedule of world junction ``wj`` for its world's new episode (green, yellow, red,
+    offset, mode; all of a world's junctions are off together with p all_off_p)."""
+    w = model.world_junction_world[wj]
+    m = model.world_map[w]
+    j = wj - model.world_junction_start[w]
+    key = lights_key(state, w)
+    world_rng = wp.rand_init(key, -1)
+    all_off = wp.randf(world_rng) < model.all_off_p
+    r = wp.rand_init(key, j)
+    green = wp.randf(r, model.green_lo, model.green_hi)
+    yellow = wp.randf(r, model.yellow_lo, model.yellow_hi)
+    red = wp.randf(r, model.red_lo, model.red_hi)
+    groups = model.junction_group_count[model.map_junction_start[m] + j]
+    period = float(wp.max(groups, 1)) * (green + yellow + red)
+    mode = _MODE_CYCLING
+    if wp.randf(r) < model.always_green_p:
+        mode = _MODE_GREEN
+    if all_off:
+        mode = _MODE_OFF
+    state.junction_green[wj] = green
+    state.junction_yellow[wj] = yellow
+    state.junction_red[wj] = red
+    state.junction_offset[wj] = wp.randf(r, 0.0, period)
+    state.junction_mode[wj] = mode
+
+
+@wp.func
+def draw_light_off(model: ModelData, state: StateData, tl: int):
+    """Outage flag of world light ``tl`` for its world's new episode (p off_p)."""
+    w = model.world_light_world[tl]
+    m = model.world_map[w]
+    nj = model.map_junction_start[m + 1] - model.map_junction_start[m]
+    r = wp.rand_init(lights_key(state, w), nj + tl - model.world_light_start[w])
+    off = int(0)
+    if wp.randf(r) < model.off_p:
+        off = 1
+    state.light_off[tl] = off
+
+
+@wp.func
+def draw_agent(model: ModelData, state: StateData, slot: int, local: int, key: int):
+    """Type, size and Table 2 conditioning of ``slot`` (local index ``local`` in its world)."""
     rng = wp.rand_init(key, local * _STRIDE)
     u_kind = wp.randf(rng)
     kind = _VEHICLE
@@ -277,204 +347,354 @@ def spawn_agent(model: ModelData, state: StateData, w: int, m: int, slot: int, k
         state.conditioning[slot, c] = value
     state.conditioning[slot, _COND_TYPE + kind] = 1.0
     state.kind[slot] = kind
-    v_top = model.type_v_max[kind]
+    state.length[slot] = length
+    state.width[slot] = width
 
+
+@wp.func
+def agent_try(model: ModelData, state: StateData, m: int, slot: int, local: int, attempt: int, key: int):
+    """Pose of try ``attempt`` of ``slot``: a random point of a random lane segment with the
+    lane heading (pedestrians: of a pedestrian-path segment, facing either way), at rest
+    speed U(0, spawn_speed_fraction x limit). Returns (usable, pos, heading, speed, segment)."""
+    kind = state.kind[slot]
     seg0 = model.map_lane_seg_start[m]
     nseg = model.map_lane_seg_start[m + 1] - seg0
     if kind == _PEDESTRIAN:
         seg0 = model.map_ped_seg_start[m]
         nseg = model.map_ped_seg_start[m + 1] - seg0
-    placed = int(0)
-    for attempt in range(model.spawn_attempts):
-        if placed == 0 and nseg > 0:
-            r = wp.rand_init(key, local * _STRIDE + 1 + attempt)
-            seg = seg0 + wp.randi(r, 0, nseg)
-            t = wp.randf(r)
-            a = model.lane_seg_a[seg]
-            b = model.lane_seg_b[seg]
+    usable = bool(False)
+    pos = wp.vec3(0.0, 0.0, 0.0)
+    heading = float(0.0)
+    speed = float(0.0)
+    seg = int(-1)
+    if nseg > 0:
+        r = wp.rand_init(key, local * _STRIDE + 1 + attempt)
+        seg = seg0 + wp.randi(r, 0, nseg)
+        t = wp.randf(r)
+        a = model.lane_seg_a[seg]
+        b = model.lane_seg_b[seg]
+        if kind == _PEDESTRIAN:
+            a = model.ped_seg_a[seg]
+            b = model.ped_seg_b[seg]
+        d = xy(b) - xy(a)
+        if wp.length(d) > 0.0:
+            usable = True
+            pos = a + (b - a) * t
+            heading = wp.atan2(d[1], d[0])
+            limit = model.type_v_max[kind]
             if kind == _PEDESTRIAN:
-                a = model.ped_seg_a[seg]
-                b = model.ped_seg_b[seg]
-            d = xy(b) - xy(a)
-            if wp.length(d) > 0.0:
-                pos = a + (b - a) * t
-                heading = wp.atan2(d[1], d[0])
-                limit = v_top
-                lane = int(-1)
-                walls_only = int(1)
-                if kind == _PEDESTRIAN:
-                    if wp.randf(r) < 0.5:
-                        heading = heading + wp.pi
-                        if heading >= wp.pi:
-                            heading = heading - 2.0 * wp.pi
-                else:
-                    lane = model.lane_seg_lane[seg]
-                    limit = wp.min(limit, lane_speed_limit(model, lane))
-                    walls_only = 0
-                speed = wp.randf(r, 0.0, model.spawn_speed_fraction * limit)
-                ok = (
-                    box_on_road_edge(
-                        model, m, pos, heading, SPAWN_EDGE_MARGIN * length, SPAWN_EDGE_MARGIN * width, walls_only
-                    )
-                    == 0
-                )
-                if ok and kind != _PEDESTRIAN:
-                    ok = on_stopping_line(model, state, w, m, pos, heading, length, width) == 0
-                if ok:
-                    ok = forecast_clear(model, state, w, slot, pos, heading, speed, length, width)
-                if ok:
-                    placed = 1
-                    state.pos[slot] = pos
-                    state.prev_pos[slot] = pos
-                    state.heading[slot] = heading
-                    state.prev_heading[slot] = heading
-                    state.speed[slot] = speed
-                    state.length[slot] = length
-                    state.width[slot] = width
-                    state.height[slot] = model.type_height[kind]
-                    state.valid[slot] = 1
-                    state.lane[slot] = lane
-                    g_rng = wp.rand_init(key, local * _STRIDE + _STRIDE - 1)
-                    if kind == _PEDESTRIAN:
-                        g0, g1, g2, last, g_rng = sample_path_goals(model, seg, pos, g_rng)
-                        state.path_seg[slot] = last
-                        state.goal[slot, 0] = g0
-                        state.goal[slot, 1] = g1
-                        state.goal[slot, 2] = g2
-                    else:
-                        g0, g1, g2, g_rng = sample_goal_set(
-                            model, lane, lane_station(model, lane, pos), pos, heading, g_rng
-                        )
-                        state.goal[slot, 0] = g0
-                        state.goal[slot, 1] = g1
-                        state.goal[slot, 2] = g2
-    if placed == 0:
-        # an unplaced slot stays empty (its drawn type and conditioning are not kept)
-        clear_slot(state, slot)
-    return placed
+                if wp.randf(r) < 0.5:
+                    heading = heading + wp.pi
+                    if heading >= wp.pi:
+                        heading = heading - 2.0 * wp.pi
+            else:
+                limit = wp.min(limit, lane_speed_limit(model, model.lane_seg_lane[seg]))
+            speed = wp.randf(r, 0.0, model.spawn_speed_fraction * limit)
+    return usable, pos, heading, speed, seg
 
 
 @wp.func
-def spawn_parked(model: ModelData, state: StateData, w: int, m: int, key: int):
-    """Redraw world ``w``'s parked cars into their ``agent_box`` rows.
+def parked_size(model: ModelData, i: int, key: int):
+    """(length, width) of parked car ``i`` of a world."""
+    rng = wp.rand_init(key, i * _STRIDE)
+    length = wp.randf(rng, model.parked_length_lo, model.parked_length_hi)
+    width = wp.min(wp.randf(rng, model.parked_width_lo, model.parked_width_hi), length)
+    return length, width
 
-    Each car takes a random parking spot of the map (``RoadMap.parking_spots``) or, on a map
-    without spots, the right-hand side of a random lane segment (its right side 0.1 m inside
-    the lane's right boundary, clear of road edges and walls, with a road edge (the curb)
-    within 0.6 m to its right, so only curb lanes get parked cars); a car that overlaps an
-    earlier one is redrawn, up to ``spawn_attempts`` times, after which its row stays invalid.
-    """
-    row0 = model.num_slots + w * model.parked_per_world
+
+@wp.func
+def parked_try(model: ModelData, m: int, i: int, attempt: int, key: int, width: float):
+    """Pose of try ``attempt`` of parked car ``i``: a random parking spot of the map or, on a
+    map without spots, the right-hand side of a random lane segment (0.1 m inside the lane's
+    right boundary). Returns (usable, pos, heading, right unit vector)."""
     k0 = model.map_park_start[m]
     nspots = model.map_park_start[m + 1] - k0
-    seg0 = model.map_lane_seg_start[m]
-    nseg = model.map_lane_seg_start[m + 1] - seg0
-    for i in range(model.parked_per_world):
-        row = row0 + i
+    r = wp.rand_init(key, i * _STRIDE + 1 + attempt)
+    usable = bool(False)
+    pos = wp.vec3(0.0, 0.0, 0.0)
+    heading = float(0.0)
+    right = wp.vec3(0.0, 0.0, 0.0)
+    if nspots > 0:
+        spot = model.park_spot[k0 + wp.randi(r, 0, nspots)]
+        pos = wp.vec3(spot[0], spot[1], spot[2])
+        heading = spot[3]
+        usable = True
+    else:
+        seg0 = model.map_lane_seg_start[m]
+        seg = seg0 + wp.randi(r, 0, model.map_lane_seg_start[m + 1] - seg0)
+        a = model.lane_seg_a[seg]
+        b = model.lane_seg_b[seg]
+        d = xy(b) - xy(a)
+        if wp.length(d) > 0.0:
+            heading = wp.atan2(d[1], d[0])
+            shift = 0.5 * (model.lane_width[model.lane_seg_lane[seg]] - width) - _CURB_GAP
+            right = wp.vec3(wp.sin(heading), -wp.cos(heading), 0.0)
+            pos = a + (b - a) * wp.randf(r) + right * shift
+            usable = True
+    return usable, pos, heading, right
+
+
+@wp.func
+def static_try_ok(model: ModelData, state: StateData, row: int, attempt: int):
+    """1 when try ``attempt`` of ``row`` (of a resetting world) passes the tests that involve
+    no other agent: agents' 1.1x box clear of road edges and walls (pedestrians: walls) and
+    vehicles / cyclists off stop lines that are red or yellow at t = 0; parked cars beside
+    lanes clear of edges with a curb within 0.6 m to their right."""
+    w = row_world(model, row)
+    m = model.world_map[w]
+    ok = int(0)
+    if row < model.num_slots:
+        local = row - model.world_slot_start[w]
+        if local < state.world_agent_count[w]:
+            usable, pos, heading, speed, seg = agent_try(
+                model, state, m, row, local, attempt, agents_key(state, w)
+            )
+            if usable:
+                kind = state.kind[row]
+                length = state.length[row]
+                width = state.width[row]
+                walls_only = int(0)
+                if kind == _PEDESTRIAN:
+                    walls_only = 1
+                clear = box_on_road_edge(
+                    model, m, pos, heading, _EDGE_MARGIN * length, _EDGE_MARGIN * width, walls_only
+                )
+                if clear == 0:
+                    ok = 1
+                    if kind != _PEDESTRIAN:
+                        if on_stopping_line(model, state, w, m, pos, heading, length, width) != 0:
+                            ok = 0
+    else:
+        i = row - model.num_slots - w * model.parked_per_world
+        key = parked_key(state, w)
+        length, width = parked_size(model, i, key)
+        usable, pos, heading, right = parked_try(model, m, i, attempt, key, width)
+        if usable:
+            ok = 1
+            if model.map_park_start[m + 1] == model.map_park_start[m]:
+                # beside a lane: clear of every edge, and a curb (road edge) right beside it
+                if box_on_road_edge(model, m, pos, heading, length, width, 0) != 0:
+                    ok = 0
+                elif box_on_road_edge(model, m, pos + right * _CURB_PROBE, heading, length, width, 0) == 0:
+                    ok = 0
+    return ok
+
+
+@wp.func
+def try_record(model: ModelData, state: StateData, row: int, attempt: int):
+    """(pose, motion) of try ``attempt`` of ``row``: pose (x, y, z, heading), motion (speed,
+    length, width, circumradius); only called for tries that passed `static_try_ok`."""
+    w = row_world(model, row)
+    m = model.world_map[w]
+    pos = wp.vec3(0.0, 0.0, 0.0)
+    heading = float(0.0)
+    speed = float(0.0)
+    length = float(0.0)
+    width = float(0.0)
+    if row < model.num_slots:
+        local = row - model.world_slot_start[w]
+        usable, p, h, v, seg = agent_try(model, state, m, row, local, attempt, agents_key(state, w))
+        pos = p
+        heading = h
+        speed = v
+        length = state.length[row]
+        width = state.width[row]
+    else:
+        i = row - model.num_slots - w * model.parked_per_world
+        key = parked_key(state, w)
+        length, width = parked_size(model, i, key)
+        usable, p, h, right = parked_try(model, m, i, attempt, key, width)
+        pos = p
+        heading = h
+    radius = 0.5 * wp.sqrt(length * length + width * width)
+    return wp.vec4(pos[0], pos[1], pos[2], heading), wp.vec4(speed, length, width, radius)
+
+
+@wp.func
+def records_overlap(model: ModelData, pa: wp.vec4, ma: wp.vec4, pb: wp.vec4, mb: wp.vec4):
+    """Do two spawn records (pose, motion as in `try_record`) overlap at t = 0, forecast / 2
+    or forecast under constant velocity? Pairs whose circumcircles cannot meet within the
+    forecast, or |dz| >= 4 m, cost one distance test."""
+    horizon = model.spawn_forecast_s
+    va = ma[0]
+    vb = mb[0]
+    rr = ma[3] + mb[3]
+    reach = rr + (wp.abs(va) + wp.abs(vb)) * horizon
+    d = wp.vec2(pb[0] - pa[0], pb[1] - pa[1])
+    hit = bool(False)
+    if wp.dot(d, d) < reach * reach and wp.abs(pb[2] - pa[2]) < Z_TOLERANCE_M:
+        ua = wp.vec2(wp.cos(pa[3]), wp.sin(pa[3]))
+        ub = wp.vec2(wp.cos(pb[3]), wp.sin(pb[3]))
+        samples = int(_FORECAST_SAMPLES)
+        if va == 0.0 and vb == 0.0:
+            samples = 1
+        for i in range(samples):
+            t = horizon * float(i) / float(_FORECAST_SAMPLES - 1)
+            ca = wp.vec2(pa[0], pa[1]) + ua * (va * t)
+            cb = wp.vec2(pb[0], pb[1]) + ub * (vb * t)
+            if not hit and wp.length(cb - ca) < rr:
+                if boxes_overlap(ca, pa[3], ma[1], ma[2], cb, pb[3], mb[1], mb[2]):
+                    hit = True
+    return hit
+
+
+@wp.func
+def spawn_rank(model: ModelData, w: int, row: int):
+    """Acceptance priority of ``row`` in world ``w``: its parked rows first, then its slots."""
+    rank = int(0)
+    if row < model.num_slots:
+        rank = model.parked_per_world + row - model.world_slot_start[w]
+    else:
+        rank = row - model.num_slots - w * model.parked_per_world
+    return rank
+
+
+@wp.func
+def world_row(model: ModelData, w: int, rank: int):
+    """Snapshot row of rank ``rank`` in world ``w`` (inverse of `spawn_rank`)."""
+    row = int(0)
+    if rank < model.parked_per_world:
+        row = model.num_slots + w * model.parked_per_world + rank
+    else:
+        row = model.world_slot_start[w] + rank - model.parked_per_world
+    return row
+
+
+@wp.func
+def clear_of_round(
+    model: ModelData, state: StateData, w: int, row: int, spawn_round: int, pose: wp.vec4, motion: wp.vec4
+):
+    """Does the record overlap no row placed before ``spawn_round`` and no proposal of that
+    round (other than ``row``'s own)?"""
+    cur = (spawn_round + 2) % 2
+    clear = bool(True)
+    ranks = model.parked_per_world + model.world_slot_count[w]
+    for rank in range(ranks):
+        j = world_row(model, w, rank)
+        if clear and j != row:
+            placed = state.spawn_placed_round[j]
+            if placed < spawn_round:
+                b = (placed + 2) % 2
+                if records_overlap(model, pose, motion, state.spawn_pose[b, j], state.spawn_motion[b, j]):
+                    clear = False
+            elif state.spawn_motion[cur, j][3] >= 0.0:
+                if records_overlap(model, pose, motion, state.spawn_pose[cur, j], state.spawn_motion[cur, j]):
+                    clear = False
+    return clear
+
+
+@wp.func
+def place_agent(model: ModelData, state: StateData, w: int, slot: int, attempt: int):
+    """Write ``slot``'s accepted try: pose, speed, lane, goals; the slot becomes valid."""
+    m = model.world_map[w]
+    local = slot - model.world_slot_start[w]
+    key = agents_key(state, w)
+    usable, pos, heading, speed, seg = agent_try(model, state, m, slot, local, attempt, key)
+    kind = state.kind[slot]
+    state.pos[slot] = pos
+    state.prev_pos[slot] = pos
+    state.heading[slot] = heading
+    state.prev_heading[slot] = heading
+    state.speed[slot] = speed
+    state.height[slot] = model.type_height[kind]
+    state.valid[slot] = 1
+    if kind == _PEDESTRIAN:
+        # a path set starts from the last waypoint's segment and position: the spawn's
+        state.path_seg[slot] = seg
+        state.goal[slot, 2] = pos
+    else:
+        state.lane[slot] = model.lane_seg_lane[seg]
+    # drawn by the goal-walk pass after the last round (streams STRIDE - tries .. STRIDE - 1)
+    request_goal_set(state, slot, key, local * _STRIDE + _STRIDE - _GOAL_TRIES)
+
+
+@wp.func
+def place_parked(model: ModelData, state: StateData, row: int, pose: wp.vec4, motion: wp.vec4):
+    """Write a parked car's accepted try into its snapshot row."""
+    state.agent_box[row, 0] = pose[0]
+    state.agent_box[row, 1] = pose[1]
+    state.agent_box[row, 2] = pose[2]
+    state.agent_box[row, 3] = pose[3]
+    state.agent_box[row, 4] = motion[1]
+    state.agent_box[row, 5] = motion[2]
+    state.agent_box[row, 6] = model.parked_height
+    state.agent_box[row, 7] = float(_VEHICLE)
+
+
+@wp.func
+def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: int, last: int):
+    """Round ``spawn_round`` of the overlap test for ``row`` (module docstring): accept its
+    proposal if no higher-ranked proposal of the round overlaps it, else propose its next
+    clear try for the next round (none on the last round: the row stays invalid)."""
+    w = row_world(model, row)
+    if state.world_reset[w] == 0:
+        return
+    if row < model.num_slots:
+        if row - model.world_slot_start[w] >= state.world_agent_count[w]:
+            return
+    if state.spawn_placed_round[row] < spawn_round:
+        return
+    cur = (spawn_round + 2) % 2
+    nxt = (spawn_round + 3) % 2
+    accepted = bool(False)
+    if spawn_round >= 0:
+        motion = state.spawn_motion[cur, row]
+        if motion[3] >= 0.0:
+            pose = state.spawn_pose[cur, row]
+            accepted = bool(True)
+            for rank in range(spawn_rank(model, w, row)):
+                j = world_row(model, w, rank)
+                other = state.spawn_motion[cur, j]
+                if accepted and other[3] >= 0.0:
+                    if records_overlap(model, pose, motion, state.spawn_pose[cur, j], other):
+                        if state.spawn_placed_round[j] >= spawn_round:  # a live proposal
+                            accepted = False
+            if accepted:
+                state.spawn_placed_round[row] = spawn_round
+                if row < model.num_slots:
+                    place_agent(model, state, w, row, state.spawn_attempt[cur, row])
+                else:
+                    place_parked(model, state, row, pose, motion)
+    if not accepted:
+        if last != 0:
+            if row < model.num_slots:
+                clear_slot(state, row)  # its drawn type and conditioning are not kept
+        else:
+            found = bool(False)
+            attempt = int(state.spawn_next[row])
+            while attempt < model.spawn_attempts and not found:
+                ok = state.spawn_static_ok[row, attempt]
+                if ok == _STATIC_UNKNOWN:
+                    ok = static_try_ok(model, state, row, attempt)
+                if ok != 0:
+                    pose, motion = try_record(model, state, row, attempt)
+                    if spawn_round < 0 or clear_of_round(model, state, w, row, spawn_round, pose, motion):
+                        found = True
+                        state.spawn_pose[nxt, row] = pose
+                        state.spawn_motion[nxt, row] = motion
+                        state.spawn_attempt[nxt, row] = attempt
+                attempt += 1
+            state.spawn_next[row] = attempt
+            if not found:
+                state.spawn_motion[nxt, row] = wp.vec4(0.0, 0.0, 0.0, -1.0)
+
+
+@wp.func
+def begin_row_reset(model: ModelData, state: StateData, row: int):
+    """Clear ``row`` of a resetting world and its spawn scratch; slots below the world's agent
+    count draw their type, size and conditioning."""
+    w = row_world(model, row)
+    state.spawn_next[row] = 0
+    state.spawn_placed_round[row] = _NOT_PLACED
+    none = wp.vec4(0.0, 0.0, 0.0, -1.0)
+    state.spawn_motion[0, row] = none
+    state.spawn_motion[1, row] = none
+    if row < model.num_slots:
+        clear_slot(state, row)
+        local = row - model.world_slot_start[w]
+        if local < state.world_agent_count[w]:
+            draw_agent(model, state, row, local, agents_key(state, w))
+    else:
         for c in range(8):
             state.agent_box[row, c] = 0.0
         state.agent_box[row, 7] = _BOX_INVALID
-        rng = wp.rand_init(key, i * _STRIDE)
-        length = wp.randf(rng, model.parked_length_lo, model.parked_length_hi)
-        width = wp.min(wp.randf(rng, model.parked_width_lo, model.parked_width_hi), length)
-        r0 = 0.5 * wp.sqrt(length * length + width * width)
-        placed = int(0)
-        for attempt in range(model.spawn_attempts):
-            if placed == 0:
-                r = wp.rand_init(key, i * _STRIDE + 1 + attempt)
-                pos = wp.vec3(0.0, 0.0, 0.0)
-                heading = float(0.0)
-                ok = bool(False)
-                if nspots > 0:
-                    spot = model.park_spot[k0 + wp.randi(r, 0, nspots)]
-                    pos = wp.vec3(spot[0], spot[1], spot[2])
-                    heading = spot[3]
-                    ok = True
-                else:
-                    seg = seg0 + wp.randi(r, 0, nseg)
-                    a = model.lane_seg_a[seg]
-                    b = model.lane_seg_b[seg]
-                    d = xy(b) - xy(a)
-                    if wp.length(d) > 0.0:
-                        heading = wp.atan2(d[1], d[0])
-                        shift = 0.5 * (model.lane_width[model.lane_seg_lane[seg]] - width) - PARKED_CURB_GAP
-                        right = wp.vec3(wp.sin(heading), -wp.cos(heading), 0.0)
-                        pos = a + (b - a) * wp.randf(r) + right * shift
-                        # clear of every edge, and a curb (road edge) right beside it
-                        ok = box_on_road_edge(model, m, pos, heading, length, width, 0) == 0
-                        if ok:
-                            probe = pos + right * PARKED_CURB_PROBE
-                            ok = box_on_road_edge(model, m, probe, heading, length, width, 0) != 0
-                for other in range(row0, row):
-                    if ok and state.agent_box[other, 7] >= 0.0:
-                        q = wp.vec3(state.agent_box[other, 0], state.agent_box[other, 1], state.agent_box[other, 2])
-                        lo = state.agent_box[other, 4]
-                        wo = state.agent_box[other, 5]
-                        if wp.length(xy(q) - xy(pos)) < r0 + 0.5 * wp.sqrt(lo * lo + wo * wo):
-                            if wp.abs(q[2] - pos[2]) < Z_TOLERANCE_M:
-                                if boxes_overlap(xy(pos), heading, length, width, xy(q), state.agent_box[other, 3], lo, wo):
-                                    ok = False
-                if ok:
-                    placed = 1
-                    state.agent_box[row, 0] = pos[0]
-                    state.agent_box[row, 1] = pos[1]
-                    state.agent_box[row, 2] = pos[2]
-                    state.agent_box[row, 3] = heading
-                    state.agent_box[row, 4] = length
-                    state.agent_box[row, 5] = width
-                    state.agent_box[row, 6] = model.parked_height
-                    state.agent_box[row, 7] = float(_VEHICLE)
-
-
-@wp.func
-def respawn_world(model: ModelData, state: StateData, w: int):
-    """Redraw world ``w``: light schedule, parked cars, then agents (count, types, sizes,
-    conditioning, poses, speeds, goals)."""
-    m = model.world_map[w]
-    seed = state.world_seed[w]
-    episode = state.world_episode[w]
-
-    # traffic lights first: the spawn test rejects stop lines that are red or yellow at t = 0
-    lkey = rng_key(seed, _P_LIGHTS, episode, 0)
-    lrng = wp.rand_init(lkey, -1)
-    all_off = wp.randf(lrng) < model.all_off_p
-    j0 = model.map_junction_start[m]
-    nj = model.map_junction_start[m + 1] - j0
-    for j in range(nj):
-        wj = model.world_junction_start[w] + j
-        r = wp.rand_init(lkey, j)
-        green = wp.randf(r, model.green_lo, model.green_hi)
-        yellow = wp.randf(r, model.yellow_lo, model.yellow_hi)
-        red = wp.randf(r, model.red_lo, model.red_hi)
-        period = float(wp.max(model.junction_group_count[j0 + j], 1)) * (green + yellow + red)
-        mode = _MODE_CYCLING
-        if wp.randf(r) < model.always_green_p:
-            mode = _MODE_GREEN
-        if all_off:
-            mode = _MODE_OFF
-        state.junction_green[wj] = green
-        state.junction_yellow[wj] = yellow
-        state.junction_red[wj] = red
-        state.junction_offset[wj] = wp.randf(r, 0.0, period)
-        state.junction_mode[wj] = mode
-    l0 = model.world_light_start[w]
-    nl = model.map_light_start[m + 1] - model.map_light_start[m]
-    for k in range(nl):
-        r = wp.rand_init(lkey, nj + k)
-        off = int(0)
-        if wp.randf(r) < model.off_p:
-            off = 1
-        state.light_off[l0 + k] = off
-
-    spawn_parked(model, state, w, m, rng_key(seed, _P_PARKED, episode, 0))
-
-    key = rng_key(seed, _P_AGENTS, episode, 0)
-    rng = wp.rand_init(key, -1)
-    n = wp.randi(rng, model.agents_lo, model.agents_hi + 1)
-    state.world_agent_count[w] = n
-    start = model.world_slot_start[w]
-    for k in range(model.world_slot_count[w]):
-        slot = start + k
-        clear_slot(state, slot)
-        if k < n:
-            spawn_agent(model, state, w, m, slot, key)

@@ -22,6 +22,7 @@ from pictura.sim.features import (
     NUM_GOALS,
     NUM_REWARD_TERMS,
 )
+from pictura.sim.lanes import GOAL_WALK_TRIES
 from pictura.sim.snapshot import BOX_WIDTH
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class StateData:
     conditioning: wp.array2d(dtype=float)
     prev_pos: wp.array(dtype=wp.vec3)
     prev_heading: wp.array(dtype=float)
+    sweep_circle: wp.array(dtype=wp.vec4)
     distance: wp.array(dtype=float)
     reward: wp.array(dtype=float)
     reward_terms: wp.array2d(dtype=float)
@@ -68,6 +70,8 @@ class StateData:
     world_reset: wp.array(dtype=wp.int32)
     world_agent_count: wp.array(dtype=wp.int32)
     world_active_count: wp.array(dtype=wp.int32)
+    world_valid_count: wp.array(dtype=wp.int32)
+    world_halted_count: wp.array(dtype=wp.int32)
     junction_green: wp.array(dtype=float)
     junction_yellow: wp.array(dtype=float)
     junction_red: wp.array(dtype=float)
@@ -87,6 +91,16 @@ class StateData:
     final_obs_goals: wp.array2d(dtype=float)
     final_obs_conditioning: wp.array2d(dtype=float)
     final_speed: wp.array(dtype=float)
+    goal_key: wp.array(dtype=wp.int32)
+    goal_stream: wp.array(dtype=wp.int32)
+    goal_try: wp.array3d(dtype=wp.vec3)
+    goal_try_ok: wp.array2d(dtype=wp.int32)
+    spawn_static_ok: wp.array2d(dtype=wp.int32)
+    spawn_next: wp.array(dtype=wp.int32)
+    spawn_placed_round: wp.array(dtype=wp.int32)
+    spawn_pose: wp.array2d(dtype=wp.vec4)
+    spawn_motion: wp.array2d(dtype=wp.vec4)
+    spawn_attempt: wp.array2d(dtype=wp.int32)
 
 
 class _Mirrored:
@@ -117,6 +131,8 @@ class State(_Mirrored):
       pedestrian-path segment (global id) of the last waypoint, where the next set starts;
       conditioning (S, CONDITIONING_WIDTH) raw Table 2 values then the type one-hot;
       prev_pos (S,) vec3 m, prev_heading (S,) rad: pose before this step (swept tests);
+      sweep_circle (S,) vec4: collision broad phase of this step's sweep, x, y m of the
+      mid-step centre, z m (current), radius m (circumradius + half the move; -1: invalid);
       distance (S,) m driven this episode.
     Per step outputs (per slot):
       reward (S,); reward_terms (S, NUM_REWARD_TERMS) in `REWARD_TERMS` order;
@@ -127,7 +143,9 @@ class State(_Mirrored):
       world_step (W,) steps since the world's reset; world_episode (W,) resets since `reset`;
       world_seed (W,) int32 RNG key; world_reset (W,) 1 if the world was reset this step;
       world_agent_count (W,) agents drawn at the last reset (some may have found no spawn);
-      world_active_count (W,) slots valid and not halted after this step (slot utilisation).
+      world_active_count (W,) slots valid and not halted after this step (slot utilisation);
+      world_valid_count, world_halted_count (W,) valid / halted slots after this step's rules
+      (before its resets: the early-reset decision).
     Traffic lights:
       junction_green/yellow/red (Jw,) s phase durations; junction_offset (Jw,) s;
       junction_mode (Jw,) 0 cycling, 1 off, 2 always green; light_off (Tw,) int 0/1;
@@ -146,6 +164,19 @@ class State(_Mirrored):
       final_obs_ego_aux (S, EGO_AUX_WIDTH); final_obs_goals (S, GOAL_FEATURES);
       final_obs_conditioning (S, CONDITIONING_WIDTH); final_speed (S,) (the privileged
       vectorized observation's partner speeds).
+    Goal-set requests (`pictura.sim.goals`; taken within the step that makes them), T =
+    GOAL_WALK_TRIES:
+      goal_key (S,) RNG key; goal_stream (S,) first RNG stream, -1: no request;
+      goal_try (S, T, 3) vec3 m: the waypoints of each walk try; goal_try_ok (S, T) int 0/1.
+    Scratch of the masked resets (`pictura.sim.spawn`; meaningful only inside the `step` or
+    `reset` that wrote it, for rows of worlds that reset there), B = S + P snapshot rows, A =
+    spawn_attempts:
+      spawn_static_ok (B, A) int 1 / 0 / -1: try passed the static tests (road edges, walls, stop
+      lines) / failed / not tested yet;
+      spawn_next (B,) next try to scan; spawn_placed_round (B,) round that accepted the row (or
+      a large value); spawn_pose (2, B) vec4 x, y, z m, heading rad and spawn_motion (2, B) vec4
+      speed m/s, length, width, circumradius m (radius < 0: no proposal) of each row's
+      proposal, double-buffered by round parity; spawn_attempt (2, B) the proposal's try.
     """
 
     def __init__(self, model: Model):
@@ -165,6 +196,12 @@ class State(_Mirrored):
             "obs_goals": (S, GOAL_FEATURES),
             "obs_conditioning": (S, CONDITIONING_WIDTH),
             "final_light_state": (Tw,),
+            "goal_try": (S, GOAL_WALK_TRIES, NUM_GOALS),
+            "goal_try_ok": (S, GOAL_WALK_TRIES),
+            "spawn_static_ok": (model.layout.box_count, model.config.spawn_attempts),
+            "spawn_pose": (2, model.layout.box_count),
+            "spawn_motion": (2, model.layout.box_count),
+            "spawn_attempt": (2, model.layout.box_count),
         }
         for name in ("agent_box", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning"):
             shapes["final_" + name] = shapes[name]
@@ -175,9 +212,12 @@ class State(_Mirrored):
                 shape = (Jw,)
             elif name.startswith("light_"):
                 shape = (Tw,)
+            elif name in ("spawn_next", "spawn_placed_round"):
+                shape = (model.layout.box_count,)
             else:
                 shape = shapes.get(name, (S,))
             setattr(self, name, wp.zeros(shape, dtype=var.type.dtype, device=d))
+        self.goal_stream.fill_(-1)  # no goal-set request
         self.device = d
 
     def assign(self, other: State) -> None:

@@ -6,20 +6,65 @@ import numpy as np
 import warp as wp
 
 from pictura.sim import kernels
+from pictura.sim.lanes import GOAL_WALK_TRIES
 from pictura.sim.model import Model
+from pictura.sim.spawn import EAGER_AGENT_TRIES, SPAWN_ROUNDS
 from pictura.sim.state import Control, State
 
 _FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning", "speed")
 """Arrays whose pre-reset copy ``final_<name>`` `step` writes (truncation bootstrap)."""
 
 
+def _walk_goals(model: Model, state: State) -> None:
+    """All tries of the requested goal sets (taken by the next observation pass)."""
+    wp.launch(
+        kernels.goal_walk_kernel,
+        (model.num_slots, GOAL_WALK_TRIES),
+        inputs=[model.data, state.data],
+        device=model.device,
+    )
+
+
 def _finish(model: Model, state: State) -> None:
     """Lights and observations of ``state`` (end of both `step` and `reset`)."""
-    if model.light_count:
+    wp.launch(
+        kernels.observe_kernel,
+        model.num_slots + model.light_count,
+        inputs=[model.data, state.data],
+        device=model.device,
+    )
+
+
+def _respawn(model: Model, state_in: State, state_out: State, from_step: int) -> None:
+    """The masked world resets of ``state_out`` (worlds with ``world_reset`` set): a fixed
+    launch sequence whatever resets (`pictura.sim.spawn`)."""
+    d = model.device
+    rows = model.layout.box_count
+    wp.launch(
+        kernels.reset_rows_kernel,
+        rows + model.junction_count + model.light_count,
+        inputs=[model.data, state_in.data, from_step],
+        outputs=[state_out.data],
+        device=d,
+    )
+    if model.replay is not None:
         wp.launch(
-            kernels.lights_kernel, model.light_count, inputs=[model.data, state.data], device=model.device
+            kernels.replay_reset_kernel, model.num_worlds, inputs=[model.data, state_out.data], device=d
         )
-    wp.launch(kernels.observe_kernel, model.num_slots, inputs=[model.data, state.data], device=model.device)
+        return
+    S, A = model.num_slots, model.config.spawn_attempts
+    wp.launch(
+        kernels.spawn_static_kernel,
+        S * min(EAGER_AGENT_TRIES, A) + (rows - S) * A,
+        inputs=[model.data, state_out.data],
+        device=d,
+    )
+    for spawn_round in range(-1, SPAWN_ROUNDS):
+        last = int(spawn_round == SPAWN_ROUNDS - 1)
+        wp.launch(
+            kernels.spawn_round_kernel, rows, inputs=[model.data, spawn_round, last, state_out.data], device=d
+        )
+    _walk_goals(model, state_out)
 
 
 def step(model: Model, state_in: State, control: Control, state_out: State) -> None:
@@ -39,6 +84,7 @@ def step(model: Model, state_in: State, control: Control, state_out: State) -> N
         device=d,
     )
     wp.launch(kernels.rules_kernel, S, inputs=[model.data, state_in.data], outputs=[state_out.data], device=d)
+    _walk_goals(model, state_out)
     wp.launch(
         kernels.world_clock_kernel, W, inputs=[model.data, state_in.data], outputs=[state_out.data], device=d
     )
@@ -49,7 +95,7 @@ def step(model: Model, state_in: State, control: Control, state_out: State) -> N
         outputs=[state_out.data],
         device=d,
     )
-    wp.launch(kernels.world_reset_kernel, W, inputs=[model.data], outputs=[state_out.data], device=d)
+    _respawn(model, state_in, state_out, from_step=1)
     _finish(model, state_out)
 
 
@@ -61,8 +107,13 @@ def reset(model: Model, state: State, seed: int) -> None:
         raise ValueError(f"reset: seed must be an int, got {type(seed).__name__}")
     seed32 = int(np.int64(seed) & 0x7FFFFFFF)
     wp.launch(
-        kernels.reset_kernel, model.num_worlds, inputs=[model.data, seed32, state.data], device=model.device
+        kernels.reset_clock_kernel,
+        model.num_worlds,
+        inputs=[model.data, seed32],
+        outputs=[state.data],
+        device=model.device,
     )
+    _respawn(model, state, state, from_step=0)
     _finish(model, state)
     for name in _FINAL:
         wp.copy(getattr(state, "final_" + name), getattr(state, name))

@@ -43,7 +43,21 @@ def draws(small_towns):
     layout = WorldLayout.uniform([w % 4 for w in range(W)], 20, [len(m.light_position) for m in small_towns])
     model = build_model(small_towns, layout, cfg, device="cpu")
     s = model.state()
-    out = {k: [] for k in ("kind", "length", "width", "height", "conditioning", "pos", "world", "goal", "speed", "lane")}
+    out = {
+        k: []
+        for k in (
+            "kind",
+            "length",
+            "width",
+            "height",
+            "conditioning",
+            "pos",
+            "world",
+            "goal",
+            "speed",
+            "lane",
+        )
+    }
     for seed in range(20):
         reset(model, s, seed)
         st = s.numpy()
@@ -279,7 +293,9 @@ def test_pedestrians_ignore_road_edges_and_red_lights():
 def test_pedestrian_rewards_are_goal_and_collision_only(small_towns):
     from pictura.sim import build_model
 
-    cfg = SimConfig(agents_per_world=(20, 40), pedestrian_fraction=0.5, cyclist_fraction=0.2, parked_per_world=8)
+    cfg = SimConfig(
+        agents_per_world=(20, 40), pedestrian_fraction=0.5, cyclist_fraction=0.2, parked_per_world=8
+    )
     layout = WorldLayout.uniform([0, 1, 2, 3], 40, [len(m.light_position) for m in small_towns], 8)
     model = build_model(small_towns, layout, cfg, device="cpu")
     s0, s1, ctl = model.state(), model.state(), model.control()

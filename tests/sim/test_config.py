@@ -60,7 +60,9 @@ def test_more_agents_than_slots_is_an_error():
     with pytest.raises(ValueError, match="agents_per_world"):
         build_model([road], layout, SimConfig(agents_per_world=(1, 11), parked_per_world=0))
     with pytest.raises(ValueError, match="world_light"):
-        build_model([road], WorldLayout.uniform([0], 10, [0]), SimConfig(agents_per_world=(1, 10), parked_per_world=0))
+        build_model(
+            [road], WorldLayout.uniform([0], 10, [0]), SimConfig(agents_per_world=(1, 10), parked_per_world=0)
+        )
 
 
 def test_model_packs_maps_with_global_ids():

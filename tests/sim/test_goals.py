@@ -1,14 +1,20 @@
 """Goals: reached when the waypoint lies within the radius of the swept segment; the third
-waypoint pays only below v_goal; a finished set is replaced by a new walk on the lane graph."""
+waypoint pays only below v_goal; a finished set is replaced by a new walk on the lane graph,
+whose jump table gives the same walk as going lane by lane."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
+import warp as wp
 
+from pictura.maps import load
 from pictura.sim import EVENTS, REWARD_TERMS, reset, step
 from pictura.sim.features import COND_DELTA_GOAL, COND_V_GOAL
+from pictura.sim.lanes import walk_lanes
+from pictura.sim.model import ModelData
 
-from .conftest import loop_map, make_world, set_slots, vehicle_config, without_edges
+from .conftest import DEVICE, loop_map, make_world, set_slots, vehicle_config, without_edges
 
 GOAL = EVENTS.index("goal")
 
@@ -73,3 +79,79 @@ def test_final_goal_needs_low_speed_then_new_set():
         a, b = seg[:, 0, :2], seg[:, 1, :2]
         t = np.clip(np.sum((g[:2] - a) * (b - a), 1) / np.sum((b - a) ** 2, 1), 0, 1)
         assert np.min(np.linalg.norm(a + (b - a) * t[:, None] - g[:2], axis=1)) < 1e-3
+
+
+@wp.func
+def _walk_lane_by_lane(model: ModelData, lane: int, station: float, distance: float, rng: wp.uint32):
+    """The walk without the jump table: one lane at a time, a random successor where there
+    are several (the reference for `walk_lanes`)."""
+    l = lane
+    s = station
+    remaining = distance
+    state = rng
+    for _ in range(100000):
+        left = model.lane_length[l] - s
+        if remaining <= left:
+            s = s + remaining
+            break
+        off = model.lane_succ_offsets[l]
+        n = model.lane_succ_offsets[l + 1] - off
+        if n == 0:
+            s = model.lane_length[l]
+            break
+        remaining = remaining - left
+        pick = int(0)  # noqa: UP018 -- a dynamic Warp variable
+        if n > 1:
+            pick = wp.randi(state, 0, n)
+        l = model.lane_succ[off + pick]
+        s = 0.0
+    return l, s, state
+
+
+@wp.kernel
+def _walks_kernel(
+    model: ModelData,
+    lane: wp.array(dtype=wp.int32),
+    station: wp.array(dtype=float),
+    distance: wp.array(dtype=float),
+    out: wp.array2d(dtype=float),
+):
+    i = wp.tid()
+    l1, s1, r1 = walk_lanes(model, lane[i], station[i], distance[i], wp.rand_init(11, i))
+    l2, s2, r2 = _walk_lane_by_lane(model, lane[i], station[i], distance[i], wp.rand_init(11, i))
+    out[i, 0] = float(l1)
+    out[i, 1] = s1
+    out[i, 2] = float(l2)
+    out[i, 3] = s2
+    out[i, 4] = wp.randf(r1) - wp.randf(r2)  # the same draws were used
+
+
+@pytest.mark.parametrize("source", ["loop", "procedural:seed=2,blocks_x=2,blocks_y=2"])
+def test_jump_table_walk_matches_lane_by_lane_walk(source):
+    road = loop_map() if source == "loop" else load(source)
+    model, *_ = make_world([road], [0], 1, vehicle_config(agents_per_world=(1, 1)))
+    rng = np.random.default_rng(0)
+    n = 4000
+    lane = rng.integers(0, road.lane_count, n).astype(np.int32)
+    length = model.lane_length.numpy()[lane]
+    station = (rng.random(n) * length).astype(np.float32)
+    distance = rng.uniform(0.0, 400.0, n).astype(np.float32)
+    distance[:20] = 0.0
+    out = wp.zeros((n, 5), dtype=float, device=DEVICE)
+    wp.launch(
+        _walks_kernel,
+        n,
+        inputs=[
+            model.data,
+            wp.array(lane, dtype=wp.int32, device=DEVICE),
+            wp.array(station, dtype=float, device=DEVICE),
+            wp.array(distance, dtype=float, device=DEVICE),
+            out,
+        ],
+        device=DEVICE,
+    )
+    o = out.numpy()
+    np.testing.assert_array_equal(o[:, 0], o[:, 2])
+    np.testing.assert_allclose(o[:, 1], o[:, 3], atol=2e-3)
+    np.testing.assert_array_equal(o[:, 4], 0.0)
+    assert len(np.unique(o[:, 0])) > 0.2 * road.lane_count  # the walks went places

@@ -61,7 +61,9 @@ def test_parked_cars_on_spots_disjoint_and_redrawn(town):
         k = d.argmin(1)
         assert np.all(d.min(1) < 1e-4)
         assert np.all(np.abs(wrap(boxes[:, 3] - spots[k, 3])) < 1e-5)
-        assert np.all((boxes[:, 4] >= 3.5) & (boxes[:, 4] <= 5.5) & (boxes[:, 5] >= 1.6) & (boxes[:, 5] <= 2.2))
+        assert np.all(
+            (boxes[:, 4] >= 3.5) & (boxes[:, 4] <= 5.5) & (boxes[:, 5] >= 1.6) & (boxes[:, 5] <= 2.2)
+        )
         np.testing.assert_allclose(boxes[:, 6], 1.5)
         # parked cars and agents never overlap each other
         valid = st["valid"].reshape(8, 30)[w] == 1

@@ -119,14 +119,26 @@ def test_replayed_tracks_follow_their_logs_exactly():
         [
             {"position": (-45.0, -4.0, 0.0), "velocity": (0.0, 0.0)},  # controlled, parked at rest
             {"position": moving, "heading": 0.3, "velocity": (7.0, 0.1), "valid": valid_gap},
-            {"position": (10.0, -2.0, 0.0), "type": AGENT_PEDESTRIAN, "size": (0.5, 0.5, 1.8), "valid": ped_valid},
+            {
+                "position": (10.0, -2.0, 0.0),
+                "type": AGENT_PEDESTRIAN,
+                "size": (0.5, 0.5, 1.8),
+                "valid": ped_valid,
+            },
             {"position": (20.0, -18.0, 0.0), "type": AGENT_CYCLIST, "size": (1.8, 0.6, 1.7)},
         ]
     )
     sc.track_position[0, -1] = (45.0, -4.0, 0.0)  # the controlled vehicle's goal, far away
     ctrl = np.array([True, False, False, False])
     model, log, s0, s1, c = replay_world([sc], [ctrl], slots=6)
-    assert log.slot_mode.tolist() == [SLOT_CONTROLLED, SLOT_REPLAYED, SLOT_REPLAYED, SLOT_REPLAYED, SLOT_EMPTY, SLOT_EMPTY]
+    assert log.slot_mode.tolist() == [
+        SLOT_CONTROLLED,
+        SLOT_REPLAYED,
+        SLOT_REPLAYED,
+        SLOT_REPLAYED,
+        SLOT_EMPTY,
+        SLOT_EMPTY,
+    ]
     hist = []
     run(model, s0, s1, c, 95, record=hist)
     expect_valid = np_first_run(sc.track_valid)
@@ -180,9 +192,7 @@ def test_replayed_agent_in_the_path_triggers_the_collision():
     logged pose); the replayed one has no event and keeps following its log."""
     t = np.arange(T, dtype=np.float32)
     logged = np.stack([-40.0 + 2.0 * t, np.full(T, -10.0), np.zeros(T)], 1)
-    sc = scenario(
-        [{"position": (-20.0, -10.0, 0.0)}, {"position": logged, "velocity": (20.0, 0.0)}]
-    )
+    sc = scenario([{"position": (-20.0, -10.0, 0.0)}, {"position": logged, "velocity": (20.0, 0.0)}])
     sc.track_position[0, -1] = (40.0, -10.0, 0.0)  # its goal, far away
     model, _, s0, s1, c = replay_world([sc], [np.array([True, False])], slots=2)
     hist = []

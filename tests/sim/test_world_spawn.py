@@ -50,7 +50,10 @@ def towns():
 
 def _model(towns, worlds, slots, cfg):
     lay = WorldLayout.uniform(
-        [w % len(towns) for w in range(worlds)], slots, [len(m.light_position) for m in towns], cfg.parked_per_world
+        [w % len(towns) for w in range(worlds)],
+        slots,
+        [len(m.light_position) for m in towns],
+        cfg.parked_per_world,
     )
     return build_model(towns, lay, cfg)
 
@@ -126,7 +129,13 @@ def test_spawns_avoid_red_and_yellow_stop_lines_and_edges(towns):
             rows = np.arange(w * 120, (w + 1) * 120)
             rows = rows[st["valid"][rows] == 1]
             box = np.concatenate(
-                [st["pos"][rows, :2], st["heading"][rows, None], st["length"][rows, None], st["width"][rows, None]], 1
+                [
+                    st["pos"][rows, :2],
+                    st["heading"][rows, None],
+                    st["length"][rows, None],
+                    st["width"][rows, None],
+                ],
+                1,
             ).astype(np.float64)
             big = box * np.array([1, 1, 1, 1.1, 1.1])
             assert not _box_touches_segments(big, walls).any(), (seed, w)
@@ -163,7 +172,11 @@ def test_eval_mode_fixes_lights_sizes_and_speed(towns):
     s = model.state()
     reset(model, s, 1)
     st = s.numpy()
-    assert np.all(st["junction_green"] == 10) and np.all(st["junction_yellow"] == 3) and np.all(st["junction_red"] == 2)
+    assert (
+        np.all(st["junction_green"] == 10)
+        and np.all(st["junction_yellow"] == 3)
+        and np.all(st["junction_red"] == 2)
+    )
     assert np.all(st["junction_mode"] == 0) and np.all(st["light_off"] == 0)
     veh = (st["valid"] == 1) & (st["kind"] == 0)
     assert st["length"][veh].min() >= 2.0 and st["length"][veh].max() <= 5.5
