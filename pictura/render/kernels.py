@@ -91,6 +91,10 @@ def coverage(sd: float, footprint: float, antialias: int) -> float:
         if sd <= 0.0:
             return 1.0
         return 0.0
+    if sd >= footprint:
+        # sd / footprint >= 1 (footprint > 0, division rounds monotonically): the clamp gives 0;
+        # skipping the division keeps the result bit for bit.
+        return 0.0
     return wp.clamp(0.5 - sd / footprint, 0.0, 1.0)
 
 
@@ -1171,8 +1175,25 @@ def box_filter(x: float, lo: float, hi: float, fp: float) -> float:
 
 
 @wp.func
-def line_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec2:
-    """Ground line (t, coverage): the painted strip box-filtered over the pixel's ground footprint."""
+def ground_frame(d: wp.vec3, pix: float) -> wp.vec3:
+    """Per-ray terms of `line_fragment`: the ray's unit ground direction (gx, gy) and 1 / S."""
+    gx = float(1.0)
+    gy = float(0.0)
+    hxy = wp.sqrt(d[0] * d[0] + d[1] * d[1])
+    if hxy > 1.0e-9:
+        gx = d[0] / hxy
+        gy = d[1] / hxy
+    return wp.vec3(gx, gy, wp.abs(d[2]) + 0.5 * pix)
+
+
+@wp.func
+def line_fragment(
+    r0: wp.vec4, r1: wp.vec4, d: wp.vec3, g: wp.vec3, pix: float, near: float, far: float, antialias: int
+) -> wp.vec2:
+    """Ground line (t, coverage): the painted strip box-filtered over the pixel's ground footprint.
+
+    ``g`` = `ground_frame` (d, pix), computed once per ray by the caller.
+    """
     if d[2] > -1.0e-6:
         return wp.vec2(0.0)
     t = r1[1] / d[2]
@@ -1200,15 +1221,15 @@ def line_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float,
         # a unit box filter of the segment measured along the scaled line direction, so a
         # segment's coverage ends within about half a pixel of its projected end on screen and
         # consecutive segments of a polyline share their coverage at the joint.
-        gx = float(1.0)
-        gy = float(0.0)
-        hxy = wp.sqrt(d[0] * d[0] + d[1] * d[1])
-        if hxy > 1.0e-9:
-            gx = d[0] / hxy
-            gy = d[1] / hxy
-        inv_g = wp.abs(d[2]) + 0.5 * pix  # 1 / S
+        gx = g[0]
+        gy = g[1]
+        inv_g = g[2]  # 1 / S
         g_n = wp.abs(-uy * gx + ux * gy)
         fp_n = t * pix * wp.sqrt(g_n * g_n / (inv_g * inv_g) + wp.max(1.0 - g_n * g_n, 0.0))
+        cov_n = box_filter(s_n, -hw, hw, fp_n)
+        if cov_n <= 0.0:
+            # Outside the strip (nearly every line test): the product below would be 0 exactly.
+            return wp.vec2(t, 0.0)
         # Scaled (footprint-unit) components along g and across it, times t * pix.
         u_g = (ux * gx + uy * gy) * inv_g
         u_p = -ux * gy + uy * gx
@@ -1217,7 +1238,7 @@ def line_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float,
         su_len = wp.sqrt(u_g * u_g + u_p * u_p)
         tp = t * pix
         s_su = (r_g * u_g + r_p * u_p) / (su_len * tp)
-        cov = box_filter(s_n, -hw, hw, fp_n) * box_filter(s_su, 0.0, seg_len * su_len / tp, 1.0)
+        cov = cov_n * box_filter(s_su, 0.0, seg_len * su_len / tp, 1.0)
     return wp.vec2(t, wp.min(cov, 1.0))
 
 
@@ -1283,7 +1304,7 @@ def record_fragment(
         return vec5(fw[0], cw[0], cw[1], cw[2], fw[1])
     f = wp.vec2(0.0)
     if kind == _REF_LINE:
-        f = line_fragment(r0, r1, d, pix, near, far, antialias)
+        f = line_fragment(r0, r1, d, ground_frame(d, pix), pix, near, far, antialias)
     else:
         f = light_fragment(r0, r1, d, pix, near, far, antialias)
     if f[1] <= 0.0:
@@ -1292,15 +1313,18 @@ def record_fragment(
 
 
 @wp.func
-def record_cover(r0: wp.vec4, r1: wp.vec4, kind: int, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec2:
-    """(t, alpha) of `record_fragment`, without the colour work (face colours, shading)."""
+def record_cover(
+    r0: wp.vec4, r1: wp.vec4, kind: int, d: wp.vec3, g: wp.vec3, pix: float, near: float, far: float, antialias: int
+) -> wp.vec2:
+    """(t, alpha) of `record_fragment`, without the colour work (face colours, shading);
+    ``g`` = `ground_frame` (d, pix)."""
     if kind == _REF_AGENT:
         return box_cover(r0, r1, d, pix, near, far, antialias)
     if kind == _REF_WALL:
         fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
         return wp.vec2(fw[0], fw[1])
     if kind == _REF_LINE:
-        return line_fragment(r0, r1, d, pix, near, far, antialias)
+        return line_fragment(r0, r1, d, g, pix, near, far, antialias)
     return light_fragment(r0, r1, d, pix, near, far, antialias)
 
 
@@ -1349,6 +1373,7 @@ def trace_ray(
     sequence of selects. Pass 2 composites the kept fragments front to back, computing only
     their colours (`record_fragment`).
     """
+    g = ground_frame(d, pix)
     ft = wp.vec4(0.0)
     fa = wp.vec4(0.0)
     fk = wp.vec4i(0)
@@ -1370,7 +1395,9 @@ def trace_ray(
             if bound >= t_opaque:
                 done = 1
                 break
-            f = record_cover(r0, r1, kind, d, pix, near, far, antialias)
+            f = record_cover(r0, r1, kind, d, g, pix, near, far, antialias)
+            if f[1] <= 0.0:
+                continue  # no coverage: the faded alpha below would be <= 0 too
             t = f[0]
             # Fade out over the last 15% before `far` so geometry does not pop at the clip distance.
             fad = f[1] * wp.clamp((far - t) / (_FAR_FADE * far), 0.0, 1.0)
