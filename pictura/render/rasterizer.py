@@ -75,8 +75,10 @@ class Renderer:
         self._cand_capacity = max(2 * self.list_capacity, 512)
         # Raster thread order: 1 = pixels grouped by 8x8 screen tile (coherent list walks).
         self._tile_major = 1
-        # Pass 1 of the cull over (view, part) threads (1) or one thread per view (0).
-        self._parallel_gather = 1
+        # Pass 1 of the cull over (view, part) threads (1) or one thread per view (0). The H200
+        # measured the per-view gather faster (9.5 ms vs 12.2 ms per 20,400-ego call at 96x54);
+        # both build the same candidate buffer.
+        self._parallel_gather = 0
         # Tile binning: 2 = screen rectangle and outline edges, 1 = rectangle, 0 = every tile.
         self._bin_mode = 2
         # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
