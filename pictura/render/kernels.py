@@ -1542,6 +1542,194 @@ def raster_views(
     store_pixel(image_out, out_offset + v, py, px, color)
 
 
+@wp.func
+def frag_insert(ft: wp.vec4, fa: wp.vec4, fk: wp.vec4i, nf: int, t_opaque: float, k: int, f: wp.vec2, far: float):
+    """`trace_ray`'s pass-1 step for one entry's (t, alpha) ``f``: the fade and the stable insert
+    into the register buffer; returns the updated (ft, fa, fk, nf, t_opaque)."""
+    t = f[0]
+    fad = f[1] * wp.clamp((far - t) / (_FAR_FADE * far), 0.0, 1.0)
+    if fad <= 0.0 or t >= t_opaque:
+        return ft, fa, fk, nf, t_opaque
+    j = int(0)
+    if nf > 0 and ft[0] <= t:
+        j = 1
+        if nf > 1 and ft[1] <= t:
+            j = 2
+            if nf > 2 and ft[2] <= t:
+                j = 3
+                if nf > 3 and ft[3] <= t:
+                    j = 4
+    if j == 4:
+        return ft, fa, fk, nf, t_opaque
+    ft[3] = wp.where(j < 3, ft[2], wp.where(j == 3, t, ft[3]))
+    fa[3] = wp.where(j < 3, fa[2], wp.where(j == 3, fad, fa[3]))
+    fk[3] = wp.where(j < 3, fk[2], wp.where(j == 3, k, fk[3]))
+    ft[2] = wp.where(j < 2, ft[1], wp.where(j == 2, t, ft[2]))
+    fa[2] = wp.where(j < 2, fa[1], wp.where(j == 2, fad, fa[2]))
+    fk[2] = wp.where(j < 2, fk[1], wp.where(j == 2, k, fk[2]))
+    ft[1] = wp.where(j < 1, ft[0], wp.where(j == 1, t, ft[1]))
+    fa[1] = wp.where(j < 1, fa[0], wp.where(j == 1, fad, fa[1]))
+    fk[1] = wp.where(j < 1, fk[0], wp.where(j == 1, k, fk[1]))
+    ft[0] = wp.where(j == 0, t, ft[0])
+    fa[0] = wp.where(j == 0, fad, fa[0])
+    fk[0] = wp.where(j == 0, k, fk[0])
+    t_op = t_opaque
+    if fad >= _OPAQUE:
+        t_op = wp.min(t_opaque, t)
+    return ft, fa, fk, wp.min(nf + 1, _FRAGS), t_op
+
+
+@wp.func
+def frag_composite(
+    v: int,
+    d: wp.vec3,
+    rec: wp.array3d(dtype=wp.vec4),
+    fa: wp.vec4,
+    fk: wp.vec4i,
+    nf: int,
+    face_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    on_ground: int,
+    pix: float,
+    near: float,
+    far: float,
+    antialias: int,
+) -> wp.vec3:
+    """`trace_ray`'s pass 2: the kept fragments' colours, front to back over ground or sky."""
+    acc = wp.vec3(0.0)
+    alpha = float(0.0)
+    for _i in range(nf):
+        k = fk[0]
+        a = fa[0]
+        fk[0] = fk[1]
+        fk[1] = fk[2]
+        fk[2] = fk[3]
+        fa[0] = fa[1]
+        fa[1] = fa[2]
+        fa[2] = fa[3]
+        r2 = rec[v, k, 2]
+        frag = record_fragment(
+            rec[v, k, 0], rec[v, k, 1], r2, int(r2[3]), d, face_color, misc_color[2], pix, near, far, antialias
+        )
+        w = (1.0 - alpha) * a
+        acc += w * wp.vec3(frag[1], frag[2], frag[3])
+        alpha += w
+    return acc + (1.0 - alpha) * misc_color[on_ground]
+
+
+@wp.func
+def pixel_ray(basis: wp.mat33, focal: float, cx: float, cy: float, px: int, py: int) -> wp.vec3:
+    return wp.normalize(basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5)))
+
+
+# Two pixels per thread: ptxas uses more registers than raster_views, so fewer warps fit, but
+# each entry's bound and record load once for both pixels, and the two pixels' tests are
+# independent work in one instruction stream.
+@wp.kernel(cuda_max_registers=128)
+def raster_views_pair(
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_world: wp.array(dtype=wp.int32),
+    view_ground: wp.array(dtype=wp.float32),
+    list_bound: wp.array2d(dtype=wp.float32),
+    rec: wp.array3d(dtype=wp.vec4),
+    tile_mask: wp.array3d(dtype=wp.uint32),
+    face_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    focal: float,
+    cx: float,
+    cy: float,
+    near: float,
+    far: float,
+    antialias: int,
+    out_offset: int,
+    view_base: int,
+    image_out: wp.array4d(dtype=wp.uint8),
+):
+    """`raster_views` (tile order, one ray per pixel) with a warp per 8x8 tile: thread q of a tile
+    shades pixels (q % 8, q / 8) and (q % 8, q / 8 + 4). Each pixel walks exactly the entries
+    `raster_views` walks for it (a pixel past its own stop bound skips the rest of the walk; the
+    list is sorted by bound), so the images are the same bytes."""
+    height = image_out.shape[1]
+    width = image_out.shape[2]
+    tiles_x = (width + _TILE - 1) / _TILE
+    half = _TILE * _TILE / 2
+    per_view = tiles_x * ((height + _TILE - 1) / _TILE) * half
+    tid = wp.tid()
+    vi = tid / per_view
+    v = view_base + vi
+    rem = tid - vi * per_view
+    tile = rem / half
+    q = rem - tile * half
+    ty = tile / tiles_x
+    px = (tile - ty * tiles_x) * _TILE + q - (q / _TILE) * _TILE
+    pya = ty * _TILE + q / _TILE
+    pyb = pya + _TILE / 2
+    if px >= width or pya >= height:
+        return
+    okb = pyb < height
+    i = out_offset + v
+    if view_world[v] < 0:
+        store_pixel(image_out, i, pya, px, wp.vec3(0.0))
+        if okb:
+            store_pixel(image_out, i, pyb, px, wp.vec3(0.0))
+        return
+    o = view_origin[v]
+    basis = view_basis[v]
+    ground_z = view_ground[v]
+    pix = 1.0 / focal
+    da = pixel_ray(basis, focal, cx, cy, px, pya)
+    db = pixel_ray(basis, focal, cx, cy, px, pyb)
+    ga = ground_frame(da, pix)
+    gb = ground_frame(db, pix)
+    fta = wp.vec4(0.0)
+    faa = wp.vec4(0.0)
+    fka = wp.vec4i(0)
+    nfa = int(0)
+    ta = float(1.0e30)
+    ftb = wp.vec4(0.0)
+    fab = wp.vec4(0.0)
+    fkb = wp.vec4i(0)
+    nfb = int(0)
+    tb = float(1.0e30)
+    done = int(0)
+    for wd in range(tile_mask.shape[2]):
+        bits = tile_mask[v, tile, wd]
+        if done == 1:
+            break
+        while bits != wp.uint32(0):
+            low = bits & (~bits + wp.uint32(1))
+            bits = bits ^ low
+            k = wd * 32 + wp.bit_count(low - wp.uint32(1))
+            bound = list_bound[v, k]
+            r0 = rec[v, k, 0]
+            r1 = rec[v, k, 1]
+            kind = int(rec[v, k, 2][3])
+            # `not >=` as trace_ray's stop test (a NaN bound never stops the walk there either).
+            walk_a = not (bound >= ta)
+            walk_b = okb and not (bound >= tb)
+            if not walk_a and not walk_b:
+                done = 1
+                break
+            if walk_a:
+                fa_ = record_cover(r0, r1, kind, da, ga, pix, near, far, antialias)
+                if not (fa_[1] <= 0.0):
+                    fta, faa, fka, nfa, ta = frag_insert(fta, faa, fka, nfa, ta, k, fa_, far)
+            if walk_b:
+                fb_ = record_cover(r0, r1, kind, db, gb, pix, near, far, antialias)
+                if not (fb_[1] <= 0.0):
+                    ftb, fab, fkb, nfb, tb = frag_insert(ftb, fab, fkb, nfb, tb, k, fb_, far)
+    ca = frag_composite(
+        v, da, rec, faa, fka, nfa, face_color, misc_color, ray_background(da, o, ground_z), pix, near, far, antialias
+    )
+    store_pixel(image_out, i, pya, px, ca)
+    if okb:
+        cb = frag_composite(
+            v, db, rec, fab, fkb, nfb, face_color, misc_color, ray_background(db, o, ground_z), pix, near, far, antialias
+        )
+        store_pixel(image_out, i, pyb, px, cb)
+
+
 @wp.kernel
 def raster_views_ss(
     view_origin: wp.array(dtype=wp.vec3),
