@@ -91,6 +91,10 @@ def coverage(sd: float, footprint: float, antialias: int) -> float:
         if sd <= 0.0:
             return 1.0
         return 0.0
+    if sd >= footprint:
+        # sd / footprint >= 1 (footprint > 0, division rounds monotonically): the clamp gives 0;
+        # skipping the division keeps the result bit for bit.
+        return 0.0
     return wp.clamp(0.5 - sd / footprint, 0.0, 1.0)
 
 
@@ -1171,8 +1175,25 @@ def box_filter(x: float, lo: float, hi: float, fp: float) -> float:
 
 
 @wp.func
-def line_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec2:
-    """Ground line (t, coverage): the painted strip box-filtered over the pixel's ground footprint."""
+def ground_frame(d: wp.vec3, pix: float) -> wp.vec3:
+    """Per-ray terms of `line_fragment`: the ray's unit ground direction (gx, gy) and 1 / S."""
+    gx = float(1.0)
+    gy = float(0.0)
+    hxy = wp.sqrt(d[0] * d[0] + d[1] * d[1])
+    if hxy > 1.0e-9:
+        gx = d[0] / hxy
+        gy = d[1] / hxy
+    return wp.vec3(gx, gy, wp.abs(d[2]) + 0.5 * pix)
+
+
+@wp.func
+def line_fragment(
+    r0: wp.vec4, r1: wp.vec4, d: wp.vec3, g: wp.vec3, pix: float, near: float, far: float, antialias: int
+) -> wp.vec2:
+    """Ground line (t, coverage): the painted strip box-filtered over the pixel's ground footprint.
+
+    ``g`` = `ground_frame` (d, pix), computed once per ray by the caller.
+    """
     if d[2] > -1.0e-6:
         return wp.vec2(0.0)
     t = r1[1] / d[2]
@@ -1200,15 +1221,15 @@ def line_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float,
         # a unit box filter of the segment measured along the scaled line direction, so a
         # segment's coverage ends within about half a pixel of its projected end on screen and
         # consecutive segments of a polyline share their coverage at the joint.
-        gx = float(1.0)
-        gy = float(0.0)
-        hxy = wp.sqrt(d[0] * d[0] + d[1] * d[1])
-        if hxy > 1.0e-9:
-            gx = d[0] / hxy
-            gy = d[1] / hxy
-        inv_g = wp.abs(d[2]) + 0.5 * pix  # 1 / S
+        gx = g[0]
+        gy = g[1]
+        inv_g = g[2]  # 1 / S
         g_n = wp.abs(-uy * gx + ux * gy)
         fp_n = t * pix * wp.sqrt(g_n * g_n / (inv_g * inv_g) + wp.max(1.0 - g_n * g_n, 0.0))
+        cov_n = box_filter(s_n, -hw, hw, fp_n)
+        if cov_n <= 0.0:
+            # Outside the strip (nearly every line test): the product below would be 0 exactly.
+            return wp.vec2(t, 0.0)
         # Scaled (footprint-unit) components along g and across it, times t * pix.
         u_g = (ux * gx + uy * gy) * inv_g
         u_p = -ux * gy + uy * gx
@@ -1217,7 +1238,7 @@ def line_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float,
         su_len = wp.sqrt(u_g * u_g + u_p * u_p)
         tp = t * pix
         s_su = (r_g * u_g + r_p * u_p) / (su_len * tp)
-        cov = box_filter(s_n, -hw, hw, fp_n) * box_filter(s_su, 0.0, seg_len * su_len / tp, 1.0)
+        cov = cov_n * box_filter(s_su, 0.0, seg_len * su_len / tp, 1.0)
     return wp.vec2(t, wp.min(cov, 1.0))
 
 
@@ -1283,7 +1304,7 @@ def record_fragment(
         return vec5(fw[0], cw[0], cw[1], cw[2], fw[1])
     f = wp.vec2(0.0)
     if kind == _REF_LINE:
-        f = line_fragment(r0, r1, d, pix, near, far, antialias)
+        f = line_fragment(r0, r1, d, ground_frame(d, pix), pix, near, far, antialias)
     else:
         f = light_fragment(r0, r1, d, pix, near, far, antialias)
     if f[1] <= 0.0:
@@ -1292,15 +1313,18 @@ def record_fragment(
 
 
 @wp.func
-def record_cover(r0: wp.vec4, r1: wp.vec4, kind: int, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec2:
-    """(t, alpha) of `record_fragment`, without the colour work (face colours, shading)."""
+def record_cover(
+    r0: wp.vec4, r1: wp.vec4, kind: int, d: wp.vec3, g: wp.vec3, pix: float, near: float, far: float, antialias: int
+) -> wp.vec2:
+    """(t, alpha) of `record_fragment`, without the colour work (face colours, shading);
+    ``g`` = `ground_frame` (d, pix)."""
     if kind == _REF_AGENT:
         return box_cover(r0, r1, d, pix, near, far, antialias)
     if kind == _REF_WALL:
         fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
         return wp.vec2(fw[0], fw[1])
     if kind == _REF_LINE:
-        return line_fragment(r0, r1, d, pix, near, far, antialias)
+        return line_fragment(r0, r1, d, g, pix, near, far, antialias)
     return light_fragment(r0, r1, d, pix, near, far, antialias)
 
 
@@ -1349,6 +1373,7 @@ def trace_ray(
     sequence of selects. Pass 2 composites the kept fragments front to back, computing only
     their colours (`record_fragment`).
     """
+    g = ground_frame(d, pix)
     ft = wp.vec4(0.0)
     fa = wp.vec4(0.0)
     fk = wp.vec4i(0)
@@ -1370,7 +1395,9 @@ def trace_ray(
             if bound >= t_opaque:
                 done = 1
                 break
-            f = record_cover(r0, r1, kind, d, pix, near, far, antialias)
+            f = record_cover(r0, r1, kind, d, g, pix, near, far, antialias)
+            if f[1] <= 0.0:
+                continue  # no coverage: the faded alpha below would be <= 0 too
             t = f[0]
             # Fade out over the last 15% before `far` so geometry does not pop at the clip distance.
             fad = f[1] * wp.clamp((far - t) / (_FAR_FADE * far), 0.0, 1.0)
@@ -1513,6 +1540,194 @@ def raster_views(
     tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
     color = trace_ray(v, d, rec, list_bound, tile_mask, tile, face_color, misc_color, bg, 1.0 / focal, near, far, antialias)
     store_pixel(image_out, out_offset + v, py, px, color)
+
+
+@wp.func
+def frag_insert(ft: wp.vec4, fa: wp.vec4, fk: wp.vec4i, nf: int, t_opaque: float, k: int, f: wp.vec2, far: float):
+    """`trace_ray`'s pass-1 step for one entry's (t, alpha) ``f``: the fade and the stable insert
+    into the register buffer; returns the updated (ft, fa, fk, nf, t_opaque)."""
+    t = f[0]
+    fad = f[1] * wp.clamp((far - t) / (_FAR_FADE * far), 0.0, 1.0)
+    if fad <= 0.0 or t >= t_opaque:
+        return ft, fa, fk, nf, t_opaque
+    j = int(0)
+    if nf > 0 and ft[0] <= t:
+        j = 1
+        if nf > 1 and ft[1] <= t:
+            j = 2
+            if nf > 2 and ft[2] <= t:
+                j = 3
+                if nf > 3 and ft[3] <= t:
+                    j = 4
+    if j == 4:
+        return ft, fa, fk, nf, t_opaque
+    ft[3] = wp.where(j < 3, ft[2], wp.where(j == 3, t, ft[3]))
+    fa[3] = wp.where(j < 3, fa[2], wp.where(j == 3, fad, fa[3]))
+    fk[3] = wp.where(j < 3, fk[2], wp.where(j == 3, k, fk[3]))
+    ft[2] = wp.where(j < 2, ft[1], wp.where(j == 2, t, ft[2]))
+    fa[2] = wp.where(j < 2, fa[1], wp.where(j == 2, fad, fa[2]))
+    fk[2] = wp.where(j < 2, fk[1], wp.where(j == 2, k, fk[2]))
+    ft[1] = wp.where(j < 1, ft[0], wp.where(j == 1, t, ft[1]))
+    fa[1] = wp.where(j < 1, fa[0], wp.where(j == 1, fad, fa[1]))
+    fk[1] = wp.where(j < 1, fk[0], wp.where(j == 1, k, fk[1]))
+    ft[0] = wp.where(j == 0, t, ft[0])
+    fa[0] = wp.where(j == 0, fad, fa[0])
+    fk[0] = wp.where(j == 0, k, fk[0])
+    t_op = t_opaque
+    if fad >= _OPAQUE:
+        t_op = wp.min(t_opaque, t)
+    return ft, fa, fk, wp.min(nf + 1, _FRAGS), t_op
+
+
+@wp.func
+def frag_composite(
+    v: int,
+    d: wp.vec3,
+    rec: wp.array3d(dtype=wp.vec4),
+    fa: wp.vec4,
+    fk: wp.vec4i,
+    nf: int,
+    face_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    on_ground: int,
+    pix: float,
+    near: float,
+    far: float,
+    antialias: int,
+) -> wp.vec3:
+    """`trace_ray`'s pass 2: the kept fragments' colours, front to back over ground or sky."""
+    acc = wp.vec3(0.0)
+    alpha = float(0.0)
+    for _i in range(nf):
+        k = fk[0]
+        a = fa[0]
+        fk[0] = fk[1]
+        fk[1] = fk[2]
+        fk[2] = fk[3]
+        fa[0] = fa[1]
+        fa[1] = fa[2]
+        fa[2] = fa[3]
+        r2 = rec[v, k, 2]
+        frag = record_fragment(
+            rec[v, k, 0], rec[v, k, 1], r2, int(r2[3]), d, face_color, misc_color[2], pix, near, far, antialias
+        )
+        w = (1.0 - alpha) * a
+        acc += w * wp.vec3(frag[1], frag[2], frag[3])
+        alpha += w
+    return acc + (1.0 - alpha) * misc_color[on_ground]
+
+
+@wp.func
+def pixel_ray(basis: wp.mat33, focal: float, cx: float, cy: float, px: int, py: int) -> wp.vec3:
+    return wp.normalize(basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5)))
+
+
+# Two pixels per thread: ptxas uses more registers than raster_views, so fewer warps fit, but
+# each entry's bound and record load once for both pixels, and the two pixels' tests are
+# independent work in one instruction stream.
+@wp.kernel(cuda_max_registers=128)
+def raster_views_pair(
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_world: wp.array(dtype=wp.int32),
+    view_ground: wp.array(dtype=wp.float32),
+    list_bound: wp.array2d(dtype=wp.float32),
+    rec: wp.array3d(dtype=wp.vec4),
+    tile_mask: wp.array3d(dtype=wp.uint32),
+    face_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    focal: float,
+    cx: float,
+    cy: float,
+    near: float,
+    far: float,
+    antialias: int,
+    out_offset: int,
+    view_base: int,
+    image_out: wp.array4d(dtype=wp.uint8),
+):
+    """`raster_views` (tile order, one ray per pixel) with a warp per 8x8 tile: thread q of a tile
+    shades pixels (q % 8, q / 8) and (q % 8, q / 8 + 4). Each pixel walks exactly the entries
+    `raster_views` walks for it (a pixel past its own stop bound skips the rest of the walk; the
+    list is sorted by bound), so the images are the same bytes."""
+    height = image_out.shape[1]
+    width = image_out.shape[2]
+    tiles_x = (width + _TILE - 1) / _TILE
+    half = _TILE * _TILE / 2
+    per_view = tiles_x * ((height + _TILE - 1) / _TILE) * half
+    tid = wp.tid()
+    vi = tid / per_view
+    v = view_base + vi
+    rem = tid - vi * per_view
+    tile = rem / half
+    q = rem - tile * half
+    ty = tile / tiles_x
+    px = (tile - ty * tiles_x) * _TILE + q - (q / _TILE) * _TILE
+    pya = ty * _TILE + q / _TILE
+    pyb = pya + _TILE / 2
+    if px >= width or pya >= height:
+        return
+    okb = pyb < height
+    i = out_offset + v
+    if view_world[v] < 0:
+        store_pixel(image_out, i, pya, px, wp.vec3(0.0))
+        if okb:
+            store_pixel(image_out, i, pyb, px, wp.vec3(0.0))
+        return
+    o = view_origin[v]
+    basis = view_basis[v]
+    ground_z = view_ground[v]
+    pix = 1.0 / focal
+    da = pixel_ray(basis, focal, cx, cy, px, pya)
+    db = pixel_ray(basis, focal, cx, cy, px, pyb)
+    ga = ground_frame(da, pix)
+    gb = ground_frame(db, pix)
+    fta = wp.vec4(0.0)
+    faa = wp.vec4(0.0)
+    fka = wp.vec4i(0)
+    nfa = int(0)
+    ta = float(1.0e30)
+    ftb = wp.vec4(0.0)
+    fab = wp.vec4(0.0)
+    fkb = wp.vec4i(0)
+    nfb = int(0)
+    tb = float(1.0e30)
+    done = int(0)
+    for wd in range(tile_mask.shape[2]):
+        bits = tile_mask[v, tile, wd]
+        if done == 1:
+            break
+        while bits != wp.uint32(0):
+            low = bits & (~bits + wp.uint32(1))
+            bits = bits ^ low
+            k = wd * 32 + wp.bit_count(low - wp.uint32(1))
+            bound = list_bound[v, k]
+            r0 = rec[v, k, 0]
+            r1 = rec[v, k, 1]
+            kind = int(rec[v, k, 2][3])
+            # `not >=` as trace_ray's stop test (a NaN bound never stops the walk there either).
+            walk_a = not (bound >= ta)
+            walk_b = okb and not (bound >= tb)
+            if not walk_a and not walk_b:
+                done = 1
+                break
+            if walk_a:
+                fa_ = record_cover(r0, r1, kind, da, ga, pix, near, far, antialias)
+                if not (fa_[1] <= 0.0):
+                    fta, faa, fka, nfa, ta = frag_insert(fta, faa, fka, nfa, ta, k, fa_, far)
+            if walk_b:
+                fb_ = record_cover(r0, r1, kind, db, gb, pix, near, far, antialias)
+                if not (fb_[1] <= 0.0):
+                    ftb, fab, fkb, nfb, tb = frag_insert(ftb, fab, fkb, nfb, tb, k, fb_, far)
+    ca = frag_composite(
+        v, da, rec, faa, fka, nfa, face_color, misc_color, ray_background(da, o, ground_z), pix, near, far, antialias
+    )
+    store_pixel(image_out, i, pya, px, ca)
+    if okb:
+        cb = frag_composite(
+            v, db, rec, fab, fkb, nfb, face_color, misc_color, ray_background(db, o, ground_z), pix, near, far, antialias
+        )
+        store_pixel(image_out, i, pyb, px, cb)
 
 
 @wp.kernel
