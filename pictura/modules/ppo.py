@@ -338,7 +338,8 @@ class PPO(LightningModule):
     @property
     def policy_forward(self) -> nn.Module:
         """The policy as called in rollouts and updates (compiled when ``compile_policy``)."""
-        return self.__dict__.get("_compiled_policy") or self.policy
+        compiled = self.__dict__.get("_compiled_policy")  # not `or`: a compiled module has no truth value
+        return self.policy if compiled is None else compiled
 
     @property
     def observes_pixels(self) -> bool:

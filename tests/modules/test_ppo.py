@@ -184,3 +184,17 @@ def test_setup_splits_global_sizes_across_ranks():
         _attach(PPO(env=factory, policy=policy, minibatch_size=63), world_size=2).setup("fit")
     with pytest.raises(ValueError, match="num_worlds"):
         _attach(PPO(env=factory, policy=policy, minibatch_size=63), world_size=3).setup("fit")
+
+
+def test_policy_forward_returns_the_compiled_module_without_testing_its_truth():
+    """torch.compile wrappers raise on len()/bool(): `policy_forward` must not evaluate them."""
+
+    class NoTruth(torch.nn.Module):
+        def __len__(self):
+            raise TypeError("no len()")
+
+    model = _module()
+    assert model.policy_forward is model.policy
+    compiled = NoTruth()
+    object.__setattr__(model, "_compiled_policy", compiled)
+    assert model.policy_forward is compiled
