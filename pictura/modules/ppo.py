@@ -561,16 +561,16 @@ class PPO(LightningModule):
         metrics["train/valid_fraction"] = valid.float().mean()
         metrics["train/learning_rate"] = torch.tensor(learning_rate)
         metrics["train/iteration"] = self.iteration.float()
-        metrics["train/agent_steps"] = self.trained_agent_steps.float()
+        collected = valid.sum()
+        if self.trainer.world_size > 1:
+            collected = self.trainer.strategy.reduce(collected, reduce_op="sum")
+        self.trained_agent_steps += collected.to(self.trained_agent_steps)
+        metrics["train/agent_steps"] = self.trained_agent_steps.float()  # including this iteration
         # Throughput counts agent-steps of valid (active) agents only, summed over ranks.
         seconds = clock.seconds()
         if "rollout_render" in seconds and "rollout_env" in seconds:
             seconds["rollout_env"] -= seconds["rollout_render"]  # the env span contains the render
         seconds["other"] = max(wall_s - sum(seconds.values()), 0.0)
-        collected = valid.sum()
-        if self.trainer.world_size > 1:
-            collected = self.trainer.strategy.reduce(collected, reduce_op="sum")
-        self.trained_agent_steps += collected.to(self.trained_agent_steps)
         agent_steps = float(collected)
         metrics["perf/agent_steps_per_s"] = torch.tensor(agent_steps / max(wall_s, 1e-9))
         for phase, s in seconds.items():
