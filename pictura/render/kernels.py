@@ -76,6 +76,9 @@ _TILE = wp.constant(TILE_PX)
 _FULL = wp.constant(1.0e9)
 _OPAQUE = wp.constant(0.999)
 _FAR_FADE = wp.constant(0.15)
+# `line_fragment`'s early reject: rounding slack (m per m of the terms) and squared margin.
+_REJECT_SLACK = wp.constant(4.0e-6)
+_REJECT_MARGIN = wp.constant(1.03)
 BIN_MARGIN_PX = 1.5
 """Screen margin (px) around a primitive's projected outline when binning it to tiles."""
 _MARGIN = wp.constant(BIN_MARGIN_PX)
@@ -927,7 +930,7 @@ def entry_setup(
 
     Records (3 x vec4; o = camera centre, all positions relative to it):
       agent  (ol, cos h) (half extents, sin h) (agent kind, -, -, R); ol = camera in box frame
-      line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, -) (colour, R)
+      line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, reject margin) (colour, R)
       wall   (a - o, u_x) (u_y, length, b_z - a_z, height) (-, -, -, R)
       light  (p - o, n_x) (n_y, angular visibility, -, -) (colour, R)
     R = the entry's REF_* kind as a float, so the raster needs no list reference.
@@ -973,7 +976,9 @@ def entry_setup(
         hw = line_half_width[i]
         col = line_color[line_kind[i]]
         rec_out[v, k, 0] = wp.vec4(a[0] - o[0], a[1] - o[1], ux, uy)
-        rec_out[v, k, 1] = wp.vec4(seg_len, zm - o[2], hw, 0.0)
+        # r1[3]: the half width plus a rounding slack for `line_fragment`'s early reject.
+        slack = hw + _REJECT_SLACK * (wp.abs(a[0] - o[0]) + wp.abs(a[1] - o[1]) + 1.0)
+        rec_out[v, k, 1] = wp.vec4(seg_len, zm - o[2], hw, slack)
         rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], float(kind))
         if bin == 1:
             # The drawn capsule (round caps) on its plane z = zm.
@@ -1196,11 +1201,27 @@ def line_fragment(
     """
     if d[2] > -1.0e-6:
         return wp.vec2(0.0)
+    ux = r0[2]
+    uy = r0[3]
+    if antialias != 0:
+        # Early reject without a division or square root (nearly every line test misses): the
+        # across-line test below multiplied through by |d_z| (t = h / d_z) and 1 / S. It rejects
+        # only when |s_n| - hw exceeds half the footprint by ~1.5 % plus a rounding slack
+        # (r1[3] - hw, 4e-6 * t: many ulps of every term), so the exact test would give
+        # cov_n = 0 too and the bytes are unchanged (alpha 0 either way).
+        h = r1[1]
+        adz = wp.abs(d[2])
+        n_dz = h * (uy * d[0] - ux * d[1]) - (uy * r0[0] - ux * r0[1]) * d[2]  # = d_z * s_n
+        lead = wp.abs(n_dz) - r1[3] * adz - _REJECT_SLACK * wp.abs(h)
+        if lead > 0.0:
+            g_n = wp.abs(-uy * g[0] + ux * g[1])
+            hp = h * pix
+            q = g_n * g_n + wp.max(1.0 - g_n * g_n, 0.0) * (g[2] * g[2])
+            if 4.0 * lead * lead * (g[2] * g[2]) > _REJECT_MARGIN * hp * hp * q:
+                return wp.vec2(0.0)
     t = r1[1] / d[2]
     if t < near or t > far:
         return wp.vec2(0.0)
-    ux = r0[2]
-    uy = r0[3]
     seg_len = r1[0]
     hw = r1[2]
     rx = t * d[0] - r0[0]
