@@ -71,8 +71,11 @@ _SHADE_MIN = wp.constant(SHADE_MIN)
 _SHADE_DIST = wp.constant(SHADE_DISTANCE_M)
 _FRAGS = wp.constant(4)
 TILE_PX = 8
-"""Screen tiles are TILE_PX x TILE_PX output pixels; each view keeps one bit per (tile, list entry)."""
+"""Screen tiles are TILE_PX x TILE_PX output pixels (a tile range per list entry); each view keeps
+one bit per (band, list entry), a band being the top or bottom TILE_PX / 2 rows of a tile (the
+rows one warp of a tile shades), so mask row 2 t + h is half h of tile t."""
 _TILE = wp.constant(TILE_PX)
+_BAND = wp.constant(TILE_PX // 2)
 _FULL = wp.constant(1.0e9)
 _OPAQUE = wp.constant(0.999)
 _FAR_FADE = wp.constant(0.15)
@@ -1049,16 +1052,18 @@ def bin_tiles(
     # 2 = rectangle and edge lines (the renderer's mode), 1 = rectangle only, 0 = every tile
     # (the reference the tests compare against)
     bin_mode: int,
-    # output: bit k % 32 of word k / 32 says list entry k may touch the tile
+    # output: bit k % 32 of word k / 32 of row 2 t + h says list entry k may touch half h of
+    # tile t (its top or bottom _BAND rows)
     tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
-    """Thread per (view, tile, mask word). Entries keep their depth order inside every tile.
+    """Thread per (view, tile, mask word), writing both halves (bands) of the tile. Entries keep
+    their depth order inside every band.
 
-    An entry is kept when its rectangle covers the tile and no edge line of its projected
-    polygon has the whole tile (grown by ``_MARGIN`` px) on its outside.
+    An entry is kept in a band when its rectangle covers the tile and no edge line of its
+    projected polygon has the whole band (grown by ``_MARGIN`` px) on its outside.
     """
     tid = wp.tid()
-    tiles = tile_mask_out.shape[1]
+    tiles = tile_mask_out.shape[1] / 2
     words = tile_mask_out.shape[2]
     per_view = tiles * words
     v = view_base + tid / per_view
@@ -1070,24 +1075,32 @@ def bin_tiles(
     u0 = float(tx * _TILE)
     w0 = float(ty * _TILE)
     u1 = u0 + float(_TILE)
+    wm = w0 + float(_BAND)
     w1 = w0 + float(_TILE)
     n = list_count[v]
-    bits = wp.uint32(0)
+    bits0 = wp.uint32(0)
+    bits1 = wp.uint32(0)
     for b in range(32):
         k = wd * 32 + b
         if k >= n:
             break
         q = tile_range[v, k]
         if bin_mode == 0 or (tx >= q[0] and tx <= q[2] and ty >= q[1] and ty <= q[3]):
-            inside = int(1)
+            in0 = int(1)
+            in1 = int(1)
             for e in range(_EDGES * (bin_mode / 2)):
                 ed = entry_edge[v, k, e]
-                reach = ed[0] * wp.where(ed[0] > 0.0, u1, u0) + ed[1] * wp.where(ed[1] > 0.0, w1, w0) + ed[2]
-                if reach < -_MARGIN:
-                    inside = 0
-            if inside == 1:
-                bits = bits | (wp.uint32(1) << wp.uint32(b))
-    tile_mask_out[v, t, wd] = bits
+                reach_u = ed[0] * wp.where(ed[0] > 0.0, u1, u0) + ed[2]
+                if reach_u + ed[1] * wp.where(ed[1] > 0.0, wm, w0) < -_MARGIN:
+                    in0 = 0
+                if reach_u + ed[1] * wp.where(ed[1] > 0.0, w1, wm) < -_MARGIN:
+                    in1 = 0
+            if in0 == 1:
+                bits0 = bits0 | (wp.uint32(1) << wp.uint32(b))
+            if in1 == 1:
+                bits1 = bits1 | (wp.uint32(1) << wp.uint32(b))
+    tile_mask_out[v, 2 * t, wd] = bits0
+    tile_mask_out[v, 2 * t + 1, wd] = bits1
 
 
 # ---- per-pixel fragments from the records (o = camera centre, d = unit ray) ----------------
@@ -1386,7 +1399,8 @@ def trace_ray(
     """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
     ground (``on_ground`` = 1) or the sky; palette colours are read after the walk (registers).
 
-    Pass 1 walks the tile's entries nearest bound first; each entry costs one round of
+    ``tile`` is the ray's row of ``tile_mask`` (`band_index`: its half of its 8x8 tile).
+    Pass 1 walks the band's entries nearest bound first; each entry costs one round of
     independent loads (its bound and its 3-word record, one address for the whole warp) and
     only its depth and coverage (`record_cover`, no colour work). The fragments go into a
     4-slot buffer sorted by depth (stable; the farthest drops when full) of (t, alpha, entry)
@@ -1500,6 +1514,13 @@ def raster_pixel(tid: int, width: int, height: int, view_base: int, tile_major: 
 
 
 @wp.func
+def band_index(px: int, py: int, width: int) -> int:
+    """Row of the tile mask for pixel (px, py): half (py % TILE) / BAND of its tile."""
+    t = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
+    return 2 * t + (py - (py / _TILE) * _TILE) / _BAND
+
+
+@wp.func
 def store_pixel(image_out: wp.array4d(dtype=wp.uint8), i: int, py: int, px: int, color: wp.vec3):
     for ch in range(3):
         image_out[i, py, px, ch] = wp.uint8(int(wp.floor(wp.clamp(color[ch], 0.0, 1.0) * 255.0 + 0.5)))
@@ -1558,7 +1579,7 @@ def raster_views(
     basis = view_basis[v]
     d = wp.normalize(basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5)))
     bg = ray_background(d, o, view_ground[v])
-    tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
+    tile = band_index(px, py, width)
     color = trace_ray(v, d, rec, list_bound, tile_mask, tile, face_color, misc_color, bg, 1.0 / focal, near, far, antialias)
     store_pixel(image_out, out_offset + v, py, px, color)
 
@@ -1715,7 +1736,11 @@ def raster_views_pair(
     tb = float(1.0e30)
     done = int(0)
     for wd in range(tile_mask.shape[2]):
-        bits = tile_mask[v, tile, wd]
+        # Pixel a lies in the tile's top band, pixel b in its bottom band: walk the union, each
+        # pixel tests only its band's entries (the entries `raster_views` walks for it).
+        mask_a = tile_mask[v, 2 * tile, wd]
+        mask_b = tile_mask[v, 2 * tile + 1, wd]
+        bits = mask_a | mask_b
         if done == 1:
             break
         while bits != wp.uint32(0):
@@ -1732,11 +1757,11 @@ def raster_views_pair(
             if not walk_a and not walk_b:
                 done = 1
                 break
-            if walk_a:
+            if walk_a and (mask_a & low) != wp.uint32(0):
                 fa_ = record_cover(r0, r1, kind, da, ga, pix, near, far, antialias)
                 if not (fa_[1] <= 0.0):
                     fta, faa, fka, nfa, ta = frag_insert(fta, faa, fka, nfa, ta, k, fa_, far)
-            if walk_b:
+            if walk_b and (mask_b & low) != wp.uint32(0):
                 fb_ = record_cover(r0, r1, kind, db, gb, pix, near, far, antialias)
                 if not (fb_[1] <= 0.0):
                     ftb, fab, fkb, nfb, tb = frag_insert(ftb, fab, fkb, nfb, tb, k, fb_, far)
@@ -1789,7 +1814,7 @@ def raster_views_ss(
     o = view_origin[v]
     basis = view_basis[v]
     ground_z = view_ground[v]
-    tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
+    tile = band_index(px, py, width)
     ss = float(supersample)
     f = focal * ss
     pix = 1.0 / f
