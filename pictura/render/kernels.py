@@ -71,11 +71,17 @@ _SHADE_MIN = wp.constant(SHADE_MIN)
 _SHADE_DIST = wp.constant(SHADE_DISTANCE_M)
 _FRAGS = wp.constant(4)
 TILE_PX = 8
-"""Screen tiles are TILE_PX x TILE_PX output pixels; each view keeps one bit per (tile, list entry)."""
+"""Screen tiles are TILE_PX x TILE_PX output pixels (a tile range per list entry); each view keeps
+one bit per (band, list entry), a band being the top or bottom TILE_PX / 2 rows of a tile (the
+rows one warp of a tile shades), so mask row 2 t + h is half h of tile t."""
 _TILE = wp.constant(TILE_PX)
+_BAND = wp.constant(TILE_PX // 2)
 _FULL = wp.constant(1.0e9)
 _OPAQUE = wp.constant(0.999)
 _FAR_FADE = wp.constant(0.15)
+# `line_fragment`'s early reject: rounding slack (m per m of the terms) and squared margin.
+_REJECT_SLACK = wp.constant(4.0e-6)
+_REJECT_MARGIN = wp.constant(1.03)
 BIN_MARGIN_PX = 1.5
 """Screen margin (px) around a primitive's projected outline when binning it to tiles."""
 _MARGIN = wp.constant(BIN_MARGIN_PX)
@@ -927,7 +933,7 @@ def entry_setup(
 
     Records (3 x vec4; o = camera centre, all positions relative to it):
       agent  (ol, cos h) (half extents, sin h) (agent kind, -, -, R); ol = camera in box frame
-      line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, -) (colour, R)
+      line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, reject margin) (colour, R)
       wall   (a - o, u_x) (u_y, length, b_z - a_z, height) (-, -, -, R)
       light  (p - o, n_x) (n_y, angular visibility, -, -) (colour, R)
     R = the entry's REF_* kind as a float, so the raster needs no list reference.
@@ -973,7 +979,9 @@ def entry_setup(
         hw = line_half_width[i]
         col = line_color[line_kind[i]]
         rec_out[v, k, 0] = wp.vec4(a[0] - o[0], a[1] - o[1], ux, uy)
-        rec_out[v, k, 1] = wp.vec4(seg_len, zm - o[2], hw, 0.0)
+        # r1[3]: the half width plus a rounding slack for `line_fragment`'s early reject.
+        slack = hw + _REJECT_SLACK * (wp.abs(a[0] - o[0]) + wp.abs(a[1] - o[1]) + 1.0)
+        rec_out[v, k, 1] = wp.vec4(seg_len, zm - o[2], hw, slack)
         rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], float(kind))
         if bin == 1:
             # The drawn capsule (round caps) on its plane z = zm.
@@ -1044,16 +1052,18 @@ def bin_tiles(
     # 2 = rectangle and edge lines (the renderer's mode), 1 = rectangle only, 0 = every tile
     # (the reference the tests compare against)
     bin_mode: int,
-    # output: bit k % 32 of word k / 32 says list entry k may touch the tile
+    # output: bit k % 32 of word k / 32 of row 2 t + h says list entry k may touch half h of
+    # tile t (its top or bottom _BAND rows)
     tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
-    """Thread per (view, tile, mask word). Entries keep their depth order inside every tile.
+    """Thread per (view, tile, mask word), writing both halves (bands) of the tile. Entries keep
+    their depth order inside every band.
 
-    An entry is kept when its rectangle covers the tile and no edge line of its projected
-    polygon has the whole tile (grown by ``_MARGIN`` px) on its outside.
+    An entry is kept in a band when its rectangle covers the tile and no edge line of its
+    projected polygon has the whole band (grown by ``_MARGIN`` px) on its outside.
     """
     tid = wp.tid()
-    tiles = tile_mask_out.shape[1]
+    tiles = tile_mask_out.shape[1] / 2
     words = tile_mask_out.shape[2]
     per_view = tiles * words
     v = view_base + tid / per_view
@@ -1065,24 +1075,32 @@ def bin_tiles(
     u0 = float(tx * _TILE)
     w0 = float(ty * _TILE)
     u1 = u0 + float(_TILE)
+    wm = w0 + float(_BAND)
     w1 = w0 + float(_TILE)
     n = list_count[v]
-    bits = wp.uint32(0)
+    bits0 = wp.uint32(0)
+    bits1 = wp.uint32(0)
     for b in range(32):
         k = wd * 32 + b
         if k >= n:
             break
         q = tile_range[v, k]
         if bin_mode == 0 or (tx >= q[0] and tx <= q[2] and ty >= q[1] and ty <= q[3]):
-            inside = int(1)
+            in0 = int(1)
+            in1 = int(1)
             for e in range(_EDGES * (bin_mode / 2)):
                 ed = entry_edge[v, k, e]
-                reach = ed[0] * wp.where(ed[0] > 0.0, u1, u0) + ed[1] * wp.where(ed[1] > 0.0, w1, w0) + ed[2]
-                if reach < -_MARGIN:
-                    inside = 0
-            if inside == 1:
-                bits = bits | (wp.uint32(1) << wp.uint32(b))
-    tile_mask_out[v, t, wd] = bits
+                reach_u = ed[0] * wp.where(ed[0] > 0.0, u1, u0) + ed[2]
+                if reach_u + ed[1] * wp.where(ed[1] > 0.0, wm, w0) < -_MARGIN:
+                    in0 = 0
+                if reach_u + ed[1] * wp.where(ed[1] > 0.0, w1, wm) < -_MARGIN:
+                    in1 = 0
+            if in0 == 1:
+                bits0 = bits0 | (wp.uint32(1) << wp.uint32(b))
+            if in1 == 1:
+                bits1 = bits1 | (wp.uint32(1) << wp.uint32(b))
+    tile_mask_out[v, 2 * t, wd] = bits0
+    tile_mask_out[v, 2 * t + 1, wd] = bits1
 
 
 # ---- per-pixel fragments from the records (o = camera centre, d = unit ray) ----------------
@@ -1196,11 +1214,27 @@ def line_fragment(
     """
     if d[2] > -1.0e-6:
         return wp.vec2(0.0)
+    ux = r0[2]
+    uy = r0[3]
+    if antialias != 0:
+        # Early reject without a division or square root (nearly every line test misses): the
+        # across-line test below multiplied through by |d_z| (t = h / d_z) and 1 / S. It rejects
+        # only when |s_n| - hw exceeds half the footprint by ~1.5 % plus a rounding slack
+        # (r1[3] - hw, 4e-6 * t: many ulps of every term), so the exact test would give
+        # cov_n = 0 too and the bytes are unchanged (alpha 0 either way).
+        h = r1[1]
+        adz = wp.abs(d[2])
+        n_dz = h * (uy * d[0] - ux * d[1]) - (uy * r0[0] - ux * r0[1]) * d[2]  # = d_z * s_n
+        lead = wp.abs(n_dz) - r1[3] * adz - _REJECT_SLACK * wp.abs(h)
+        if lead > 0.0:
+            g_n = wp.abs(-uy * g[0] + ux * g[1])
+            hp = h * pix
+            q = g_n * g_n + wp.max(1.0 - g_n * g_n, 0.0) * (g[2] * g[2])
+            if 4.0 * lead * lead * (g[2] * g[2]) > _REJECT_MARGIN * hp * hp * q:
+                return wp.vec2(0.0)
     t = r1[1] / d[2]
     if t < near or t > far:
         return wp.vec2(0.0)
-    ux = r0[2]
-    uy = r0[3]
     seg_len = r1[0]
     hw = r1[2]
     rx = t * d[0] - r0[0]
@@ -1365,7 +1399,8 @@ def trace_ray(
     """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
     ground (``on_ground`` = 1) or the sky; palette colours are read after the walk (registers).
 
-    Pass 1 walks the tile's entries nearest bound first; each entry costs one round of
+    ``tile`` is the ray's row of ``tile_mask`` (`band_index`: its half of its 8x8 tile).
+    Pass 1 walks the band's entries nearest bound first; each entry costs one round of
     independent loads (its bound and its 3-word record, one address for the whole warp) and
     only its depth and coverage (`record_cover`, no colour work). The fragments go into a
     4-slot buffer sorted by depth (stable; the farthest drops when full) of (t, alpha, entry)
@@ -1479,6 +1514,13 @@ def raster_pixel(tid: int, width: int, height: int, view_base: int, tile_major: 
 
 
 @wp.func
+def band_index(px: int, py: int, width: int) -> int:
+    """Row of the tile mask for pixel (px, py): half (py % TILE) / BAND of its tile."""
+    t = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
+    return 2 * t + (py - (py / _TILE) * _TILE) / _BAND
+
+
+@wp.func
 def store_pixel(image_out: wp.array4d(dtype=wp.uint8), i: int, py: int, px: int, color: wp.vec3):
     for ch in range(3):
         image_out[i, py, px, ch] = wp.uint8(int(wp.floor(wp.clamp(color[ch], 0.0, 1.0) * 255.0 + 0.5)))
@@ -1537,7 +1579,7 @@ def raster_views(
     basis = view_basis[v]
     d = wp.normalize(basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5)))
     bg = ray_background(d, o, view_ground[v])
-    tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
+    tile = band_index(px, py, width)
     color = trace_ray(v, d, rec, list_bound, tile_mask, tile, face_color, misc_color, bg, 1.0 / focal, near, far, antialias)
     store_pixel(image_out, out_offset + v, py, px, color)
 
@@ -1694,7 +1736,11 @@ def raster_views_pair(
     tb = float(1.0e30)
     done = int(0)
     for wd in range(tile_mask.shape[2]):
-        bits = tile_mask[v, tile, wd]
+        # Pixel a lies in the tile's top band, pixel b in its bottom band: walk the union, each
+        # pixel tests only its band's entries (the entries `raster_views` walks for it).
+        mask_a = tile_mask[v, 2 * tile, wd]
+        mask_b = tile_mask[v, 2 * tile + 1, wd]
+        bits = mask_a | mask_b
         if done == 1:
             break
         while bits != wp.uint32(0):
@@ -1711,11 +1757,11 @@ def raster_views_pair(
             if not walk_a and not walk_b:
                 done = 1
                 break
-            if walk_a:
+            if walk_a and (mask_a & low) != wp.uint32(0):
                 fa_ = record_cover(r0, r1, kind, da, ga, pix, near, far, antialias)
                 if not (fa_[1] <= 0.0):
                     fta, faa, fka, nfa, ta = frag_insert(fta, faa, fka, nfa, ta, k, fa_, far)
-            if walk_b:
+            if walk_b and (mask_b & low) != wp.uint32(0):
                 fb_ = record_cover(r0, r1, kind, db, gb, pix, near, far, antialias)
                 if not (fb_[1] <= 0.0):
                     ftb, fab, fkb, nfb, tb = frag_insert(ftb, fab, fkb, nfb, tb, k, fb_, far)
@@ -1768,7 +1814,7 @@ def raster_views_ss(
     o = view_origin[v]
     basis = view_basis[v]
     ground_z = view_ground[v]
-    tile = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
+    tile = band_index(px, py, width)
     ss = float(supersample)
     f = focal * ss
     pix = 1.0 / f

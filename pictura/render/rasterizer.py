@@ -147,10 +147,11 @@ class Renderer:
         self._scratch_views = views
 
     def _tile_mask(self, views: int) -> wp.array:
-        """(views, tiles, words) uint32 screen-bin masks; sized by chunk and resolution."""
+        """(views, 2 * tiles, words) uint32 screen-bin masks (two bands per tile); sized by chunk
+        and resolution."""
         tile = kernels.TILE_PX
         tiles = ((self.rig.width + tile - 1) // tile) * ((self.rig.height + tile - 1) // tile)
-        shape = (views, tiles, (self.list_capacity + 31) // 32)
+        shape = (views, 2 * tiles, (self.list_capacity + 31) // 32)
         mask = getattr(self, "_mask", None)
         if mask is None or mask.shape[0] < views or mask.shape[1:] != shape[1:]:
             self._mask = wp.zeros(shape, dtype=wp.uint32, device=self.device)
@@ -413,7 +414,7 @@ class Renderer:
             return
         mask = self._tile_mask(views)
         tiles_x = (self.rig.width + kernels.TILE_PX - 1) // kernels.TILE_PX
-        per_view = mask.shape[1] * mask.shape[2]
+        per_view = (mask.shape[1] // 2) * mask.shape[2]  # a thread writes both bands of a tile
         for base, count in self._launch_ranges(views, per_view):
             wp.launch(
                 kernels.bin_tiles,
