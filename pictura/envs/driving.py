@@ -126,6 +126,9 @@ class DrivingEnv(EnvBase):
     ) -> None:
         """Build the model, states, renderer, observation builder and buffers of the env (after
         `EnvBase.__init__`); subclasses that prepare their own maps and layout call it too."""
+        if isinstance(observation, dict):
+            # a checkpoint's saved hyper-parameters hold the dataclass as a dict of its fields
+            observation = VectorizedObservationConfig(**observation)
         wp.init()
         self._wp_device = warp_device(self.device)
         self.map_sources = map_sources
@@ -298,7 +301,8 @@ class DrivingEnv(EnvBase):
         rows = self.layout.box_count
         if agent_box_hist.ndim != 3 or agent_box_hist.shape[1:] != (rows, BOX_WIDTH):
             raise ValueError(f"agent_box_hist must be (T, {rows}, {BOX_WIDTH}), got {tuple(agent_box_hist.shape)}")
-        requests = torch.stack([steps.to(torch.int32), slots.to(torch.int32)], dim=1)
+        # indices may come from the host (probes, tools): the renderer needs them on its device
+        requests = torch.stack([steps.to(torch.int32), slots.to(torch.int32)], dim=1).to(self.device)
         out = self._new_pixels(requests.shape[0])
         self._render(agent_box_hist, light_hist, requests, out)
         return out

@@ -56,3 +56,14 @@ def test_final_observation_equals_the_observation_without_the_reset(observation)
     early = short.observation_from_record(stacked, torch.full_like(slots, 1), slots)
     for key in early.keys():
         assert torch.equal(early[key], returned[1][key]), key
+
+
+def test_observation_config_given_as_a_dict_of_its_fields():
+    """How a checkpoint's hyper-parameters hold it (jsonargparse saves dataclasses as dicts)."""
+    env = DrivingEnv(seed=0, maps=[MAP], num_worlds=1, slots_per_world=4, agents_per_world=(2, 4),
+                     observation={"variant": "blind", "max_partners": 4})
+    assert not env.renders_pixels and env.vectorized.max_partners == 4 and not env.vectorized.privileged
+    # host-side indices are moved to the env's device by render_history
+    box, light = env.snapshot()
+    views = env.render_history(box[None], light[None], torch.zeros(2, dtype=torch.int64), torch.arange(2))
+    assert views.shape[:2] == (2, env.num_cameras)
