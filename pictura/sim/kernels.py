@@ -1,7 +1,7 @@
 """All simulator kernels, in one Warp module so a cold cache compiles them once.
 
 Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) ->
-`rules_kernel` (lane association, events, goals, rewards, dones) -> `goal_walk_kernel` (goal
+`collide_kernel` (collision test, parts of each slot's world in parallel) -> `rules_kernel` (lane association, events, goals, rewards, dones) -> `goal_walk_kernel` (goal
 sets the rules asked for) -> `world_clock_kernel` (episode clock, reset decision) ->
 `final_observe_kernel` (takes those goal sets; pre-reset snapshot) -> the masked world resets
 (`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1),
@@ -18,7 +18,7 @@ import warp as wp
 from pictura.maps.roadmap import AGENT_PEDESTRIAN
 from pictura.sim.config import DIST_FIXED, DIST_UMIX
 from pictura.sim.dynamics import bicycle_step
-from pictura.sim.events import collides, crosses_road_edge, goal_reached, runs_red_light, sweep_circle
+from pictura.sim.events import collides_part, crosses_road_edge, goal_reached, runs_red_light, sweep_circle
 from pictura.sim.features import (
     COND_ACC,
     COND_DELTA_GOAL,
@@ -189,6 +189,27 @@ def swept_box_crosses(model: ModelData, m: int, state: StateData, slot: int, wal
 
 
 @wp.kernel
+def collide_kernel(
+    model: ModelData, agent_parts: int, parked_parts: int, state_in: StateData, state_out: StateData
+):
+    """One thread per (slot, part) of the collision test (`collides_part`) of every slot that
+    `rules_kernel` tests (valid, not halted, not replayed): a hit sets the slot's collision
+    event (cleared by `integrate_kernel`); `rules_kernel` keeps it only when the agent did not
+    go off-road. The OR over parts is the one-thread test's result whatever the thread order;
+    a thread's chain is ~1 / parts of the 128 + 32 candidates of the one-thread loop."""
+    slot, part = wp.tid()
+    if state_out.valid[slot] == 0:
+        return
+    if state_out.halted[slot] != 0:
+        return
+    if model.slot_mode[slot] == _REPLAYED:
+        return
+    w = model.slot_world[slot]
+    if collides_part(model, state_out, state_in.agent_box, slot, w, part, agent_parts, parked_parts) != 0:
+        state_out.events[slot, _E_COLLISION] = 1
+
+
+@wp.kernel
 def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     """Lane association, off-road then collision then red light (one infraction at most),
     goals, rewards, dones, for every agent active before this step.
@@ -228,7 +249,7 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
         offroad = swept_box_crosses(model, m, state_out, slot, 0)
     collision = int(0)
     if offroad == 0:
-        collision = collides(model, state_out, state_in.agent_box, slot, w)
+        collision = state_out.events[slot, _E_COLLISION]  # `collide_kernel`, before this launch
         if collision == 0 and pedestrian:
             collision = swept_box_crosses(model, m, state_out, slot, 1)  # walls only
     red_light = int(0)

@@ -15,6 +15,20 @@ _FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "ob
 """Arrays whose pre-reset copy ``final_<name>`` `step` writes (truncation bootstrap)."""
 
 
+COLLIDE_AGENT_PARTS = 8
+"""GPU: threads per slot over the world's other slots in `collide_kernel` (16 of 128 each)."""
+COLLIDE_PARKED_PARTS = 2
+"""GPU: threads per slot over the world's parked cars."""
+
+
+def _collide_parts(model: Model) -> tuple[int, int]:
+    """(agent, parked) parts of `collide_kernel`: split on a GPU, where a thread's chain of
+    loads sets the kernel time; one each on "cpu", where every thread costs a struct copy."""
+    if wp.get_device(model.device).is_cuda:
+        return COLLIDE_AGENT_PARTS, COLLIDE_PARKED_PARTS
+    return 1, 1
+
+
 def _walk_goals(model: Model, state: State) -> None:
     """All tries of the requested goal sets (taken by the next observation pass)."""
     wp.launch(
@@ -80,6 +94,14 @@ def step(model: Model, state_in: State, control: Control, state_out: State) -> N
         kernels.integrate_kernel,
         S,
         inputs=[model.data, state_in.data, control.data],
+        outputs=[state_out.data],
+        device=d,
+    )
+    agent_parts, parked_parts = _collide_parts(model)
+    wp.launch(
+        kernels.collide_kernel,
+        (S, agent_parts + parked_parts),
+        inputs=[model.data, agent_parts, parked_parts, state_in.data],
         outputs=[state_out.data],
         device=d,
     )
