@@ -4,7 +4,8 @@ Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) 
 `collide_kernel` (collision test, parts of each slot's world in parallel) -> `rules_kernel` (lane association, events, goals, rewards, dones) -> `goal_walk_kernel` (goal
 sets the rules asked for) -> `world_clock_kernel` (episode clock, reset decision) ->
 `final_observe_kernel` (takes those goal sets; pre-reset snapshot) -> the masked world resets
-(`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1),
+(`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1), each round >= 0 after a
+`spawn_conflict_kernel`,
 `goal_walk_kernel`; log replay: `replay_reset_kernel`) -> `observe_kernel` (takes the spawns'
 goal sets; snapshot, observations, lights).
 """
@@ -51,6 +52,7 @@ from pictura.sim.spawn import (
     draw_junction,
     draw_light_off,
     row_world,
+    spawn_conflict_part,
     spawn_round_row,
     static_try_ok,
 )
@@ -432,6 +434,16 @@ def spawn_static_kernel(model: ModelData, state: StateData):
         for later in range(tries, model.spawn_attempts):
             state.spawn_static_ok[row, later] = _STATIC_UNKNOWN
     state.spawn_static_ok[row, attempt] = static_try_ok(model, state, row, attempt)
+
+
+@wp.kernel
+def spawn_conflict_kernel(model: ModelData, spawn_round: int, parts: int, state: StateData):
+    """One thread per (snapshot row, part) of the resetting worlds: `spawn_conflict_part`, the
+    acceptance test of round ``spawn_round`` >= 0 split over the higher-ranked rows (a
+    thread's chain is ~1 / parts of the up to 159 ranks of one row)."""
+    row, part = wp.tid()
+    if state.world_reset[row_world(model, row)] != 0:
+        spawn_conflict_part(model, state, row, spawn_round, part, parts)
 
 
 @wp.kernel

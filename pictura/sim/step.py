@@ -29,6 +29,15 @@ def _collide_parts(model: Model) -> tuple[int, int]:
     return 1, 1
 
 
+SPAWN_CONFLICT_PARTS = 8
+"""GPU: threads per row of a spawn round's acceptance test (`spawn_conflict_kernel`)."""
+
+
+def _conflict_parts(model: Model) -> int:
+    """Parts of `spawn_conflict_kernel`: split on a GPU, one on "cpu" (as `_collide_parts`)."""
+    return SPAWN_CONFLICT_PARTS if wp.get_device(model.device).is_cuda else 1
+
+
 def _walk_goals(model: Model, state: State) -> None:
     """All tries of the requested goal sets (taken by the next observation pass)."""
     wp.launch(
@@ -73,8 +82,16 @@ def _respawn(model: Model, state_in: State, state_out: State, from_step: int) ->
         inputs=[model.data, state_out.data],
         device=d,
     )
+    parts = _conflict_parts(model)
     for spawn_round in range(-1, SPAWN_ROUNDS):
         last = int(spawn_round == SPAWN_ROUNDS - 1)
+        if spawn_round >= 0:
+            wp.launch(
+                kernels.spawn_conflict_kernel,
+                (rows, parts),
+                inputs=[model.data, spawn_round, parts, state_out.data],
+                device=d,
+            )
         wp.launch(
             kernels.spawn_round_kernel, rows, inputs=[model.data, spawn_round, last, state_out.data], device=d
         )
