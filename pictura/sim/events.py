@@ -113,7 +113,7 @@ def collides_part(
     one of its parked cars (rows of ``parked_box``)? Part ``part`` of the test: for ``part <
     agent_parts`` the world's slots ``start + part``, ``start + part + agent_parts``, ...; else
     the parked rows ``part - agent_parts``, + ``parked_parts``, ... . The collision test is the OR of
-    its ``agent_parts + parked_parts`` parts (`collide_kernel` runs them in parallel).
+    its ``agent_parts + parked_parts`` parts (`contact_kernel` runs them in parallel).
 
     Tested at the end of the step and, when both agents moved >= 0.1 m, at the mid-step poses
     too (so fast agents cannot pass through each other); parked cars at both poses. Pairs
@@ -206,6 +206,53 @@ def runs_red_light(model: ModelData, state_in: StateData, state: StateData, slot
 
 
 @wp.func
+def crosses_road_edge_part(
+    model: ModelData,
+    m: int,
+    pos0: wp.vec3,
+    heading0: float,
+    pos1: wp.vec3,
+    heading1: float,
+    length: float,
+    width: float,
+    walls_only: int,
+    part: int,
+    parts: int,
+):
+    """Part ``part`` of ``parts`` of `crosses_road_edge`: only the cell items ``k`` (indices of
+    ``edge_cell_items``) with ``k % parts == part``; the test is the OR of its parts."""
+    hl = 0.5 * length
+    hw = 0.5 * width
+    r = wp.sqrt(hl * hl + hw * hw)
+    reach = r + BROAD_PHASE_MARGIN_M
+    p0 = xy(pos0)
+    p1 = xy(pos1)
+    lo = wp.vec2(wp.min(p0[0], p1[0]) - r, wp.min(p0[1], p1[1]) - r)
+    hi = wp.vec2(wp.max(p0[0], p1[0]) + r, wp.max(p0[1], p1[1]) + r)
+    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, lo, hi)
+    nx = model.map_grid_nx[m]
+    base = model.map_cell_start[m]
+    hit = int(0)
+    for iy in range(iy0, iy1 + 1):
+        for ix in range(ix0, ix1 + 1):
+            cell = base + iy * nx + ix
+            k0 = model.edge_cell_offsets[cell]
+            k0 = k0 + (part + parts - k0 % parts) % parts
+            for k in range(k0, model.edge_cell_offsets[cell + 1], parts):
+                e = model.edge_cell_items[k]
+                if hit == 0 and (walls_only == 0 or model.edge_wall[e] != 0):
+                    a = model.edge_a[e]
+                    b = model.edge_b[e]
+                    dz = wp.min(wp.abs(a[2] - pos1[2]), wp.abs(b[2] - pos1[2]))
+                    # every swept pose lies within r of the centre's path: farther segments
+                    # cannot be touched (a cheap test before the 4 interpolated poses)
+                    if dz < Z_TOLERANCE_M and segments_distance(p0, p1, xy(a), xy(b)) < reach:
+                        if swept_box_hits_segment(p0, heading0, p1, heading1, hl, hw, xy(a), xy(b)):
+                            hit = 1
+    return hit
+
+
+@wp.func
 def crosses_road_edge(
     model: ModelData,
     m: int,
@@ -222,33 +269,7 @@ def crosses_road_edge(
 
     Only segments whose nearest endpoint height is within 4 m of the agent count.
     """
-    hl = 0.5 * length
-    hw = 0.5 * width
-    r = wp.sqrt(hl * hl + hw * hw)
-    reach = r + BROAD_PHASE_MARGIN_M
-    p0 = xy(pos0)
-    p1 = xy(pos1)
-    lo = wp.vec2(wp.min(p0[0], p1[0]) - r, wp.min(p0[1], p1[1]) - r)
-    hi = wp.vec2(wp.max(p0[0], p1[0]) + r, wp.max(p0[1], p1[1]) + r)
-    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, lo, hi)
-    nx = model.map_grid_nx[m]
-    base = model.map_cell_start[m]
-    hit = int(0)
-    for iy in range(iy0, iy1 + 1):
-        for ix in range(ix0, ix1 + 1):
-            cell = base + iy * nx + ix
-            for k in range(model.edge_cell_offsets[cell], model.edge_cell_offsets[cell + 1]):
-                e = model.edge_cell_items[k]
-                if hit == 0 and (walls_only == 0 or model.edge_wall[e] != 0):
-                    a = model.edge_a[e]
-                    b = model.edge_b[e]
-                    dz = wp.min(wp.abs(a[2] - pos1[2]), wp.abs(b[2] - pos1[2]))
-                    # every swept pose lies within r of the centre's path: farther segments
-                    # cannot be touched (a cheap test before the 4 interpolated poses)
-                    if dz < Z_TOLERANCE_M and segments_distance(p0, p1, xy(a), xy(b)) < reach:
-                        if swept_box_hits_segment(p0, heading0, p1, heading1, hl, hw, xy(a), xy(b)):
-                            hit = 1
-    return hit
+    return crosses_road_edge_part(model, m, pos0, heading0, pos1, heading1, length, width, walls_only, 0, 1)
 
 
 @wp.func

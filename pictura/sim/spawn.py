@@ -20,7 +20,10 @@ host sync, nothing data dependent), each kernel in `pictura.sim.kernels`:
    of a higher-ranked row in the same round (so accepted rows never overlap each other), else
    the row scans its next statically clear tries for one that overlaps neither a row placed
    before this round nor any proposal of this round (a superset of what this round accepts),
-   and proposes it in round r + 1. Launch -1 only proposes; a row still unplaced after the last
+   and proposes it in round r + 1 (testing up to `SEARCH_BATCH` statically clear tries per pass
+   over the world's rows). The acceptance test of rounds >= 0 runs just before, in
+   ``spawn_conflict_kernel`` over (part, row) threads (`spawn_conflict_part`). Launch -1 only
+   proposes; a row still unplaced after the last
    round, or out of tries, stays invalid. Overlap means the boxes overlap at t = 0,
    forecast / 2 or forecast under constant velocity (parked cars stand still).
 

@@ -15,18 +15,20 @@ _FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "ob
 """Arrays whose pre-reset copy ``final_<name>`` `step` writes (truncation bootstrap)."""
 
 
-COLLIDE_AGENT_PARTS = 8
-"""GPU: threads per slot over the world's other slots in `collide_kernel` (16 of 128 each)."""
-COLLIDE_PARKED_PARTS = 2
+CONTACT_AGENT_PARTS = 8
+"""GPU: threads per slot over the world's other slots in `contact_kernel` (16 of 128 each)."""
+CONTACT_PARKED_PARTS = 2
 """GPU: threads per slot over the world's parked cars."""
+CONTACT_EDGE_PARTS = 4
+"""GPU: threads per slot over the road-edge / wall items of the swept box's grid cells."""
 
 
-def _collide_parts(model: Model) -> tuple[int, int]:
-    """(agent, parked) parts of `collide_kernel`: split on a GPU, where a thread's chain of
-    loads sets the kernel time; one each on "cpu", where every thread costs a struct copy."""
+def _contact_parts(model: Model) -> tuple[int, int, int]:
+    """(agent, parked, edge) parts of `contact_kernel`: split on a GPU, where a thread's chain
+    of loads sets the kernel time; one each on "cpu", where every thread costs a struct copy."""
     if wp.get_device(model.device).is_cuda:
-        return COLLIDE_AGENT_PARTS, COLLIDE_PARKED_PARTS
-    return 1, 1
+        return CONTACT_AGENT_PARTS, CONTACT_PARKED_PARTS, CONTACT_EDGE_PARTS
+    return 1, 1, 1
 
 
 SPAWN_CONFLICT_PARTS = 8
@@ -34,7 +36,7 @@ SPAWN_CONFLICT_PARTS = 8
 
 
 def _conflict_parts(model: Model) -> int:
-    """Parts of `spawn_conflict_kernel`: split on a GPU, one on "cpu" (as `_collide_parts`)."""
+    """Parts of `spawn_conflict_kernel`: split on a GPU, one on "cpu" (as `_contact_parts`)."""
     return SPAWN_CONFLICT_PARTS if wp.get_device(model.device).is_cuda else 1
 
 
@@ -88,7 +90,7 @@ def _respawn(model: Model, state_in: State, state_out: State, from_step: int) ->
         if spawn_round >= 0:
             wp.launch(
                 kernels.spawn_conflict_kernel,
-                (rows, parts),
+                (parts, rows),
                 inputs=[model.data, spawn_round, parts, state_out.data],
                 device=d,
             )
@@ -114,11 +116,11 @@ def step(model: Model, state_in: State, control: Control, state_out: State) -> N
         outputs=[state_out.data],
         device=d,
     )
-    agent_parts, parked_parts = _collide_parts(model)
+    agent_parts, parked_parts, edge_parts = _contact_parts(model)
     wp.launch(
-        kernels.collide_kernel,
-        (S, agent_parts + parked_parts),
-        inputs=[model.data, agent_parts, parked_parts, state_in.data],
+        kernels.contact_kernel,
+        (agent_parts + parked_parts + edge_parts, S),
+        inputs=[model.data, agent_parts, parked_parts, edge_parts, state_in.data],
         outputs=[state_out.data],
         device=d,
     )

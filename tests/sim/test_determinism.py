@@ -37,12 +37,12 @@ def test_other_seed_other_rollout():
 
 
 def test_split_kernels_do_not_change_the_rollout(monkeypatch):
-    """`collide_kernel` and `spawn_conflict_kernel` split over (slot / row, part) threads (the
+    """`contact_kernel` and `spawn_conflict_kernel` split over (slot / row, part) threads (the
     GPU split, forced on "cpu") give the one-part rollout bit for bit, resets included."""
     step_module = importlib.import_module("pictura.sim.step")
 
-    def rollout(parts: tuple[int, int]) -> tuple[dict[str, np.ndarray], int]:
-        monkeypatch.setattr(step_module, "_collide_parts", lambda model: parts)
+    def rollout(parts: tuple[int, int, int]) -> tuple[dict[str, np.ndarray], int]:
+        monkeypatch.setattr(step_module, "_contact_parts", lambda model: parts)
         monkeypatch.setattr(step_module, "_conflict_parts", lambda model: parts[0])
         cfg = vehicle_config(agents_per_world=(15, 20), episode_length=60)
         model, s0, s1, ctl = make_world([loop_map()], [0, 0], 20, cfg)
@@ -57,7 +57,7 @@ def test_split_kernels_do_not_change_the_rollout(monkeypatch):
         assert s0.world_episode.numpy().max() >= 1  # through masked resets
         return s0.numpy(), collisions
 
-    (a, hits_a), (b, hits_b) = rollout((1, 1)), rollout((3, 2))
+    (a, hits_a), (b, hits_b) = rollout((1, 1, 1)), rollout((3, 2, 3))
     assert hits_a > 0 and hits_a == hits_b
     for name in a:
         assert np.array_equal(a[name], b[name]), name
