@@ -575,16 +575,11 @@ def clear_of_round(
     row: int,
     spawn_round: int,
     n: int,
-    pose0: wp.vec4,
-    motion0: wp.vec4,
-    pose1: wp.vec4,
-    motion1: wp.vec4,
-    pose2: wp.vec4,
-    motion2: wp.vec4,
-    pose3: wp.vec4,
-    motion3: wp.vec4,
+    poses: wp.mat44,
+    motions: wp.mat44,
 ):
-    """Which of the first ``n`` (<= SEARCH_BATCH) records overlap no row placed before
+    """Which of the first ``n`` (<= SEARCH_BATCH) records (rows of ``poses`` / ``motions``, as
+    in `try_record`) overlap no row placed before
     ``spawn_round`` and no proposal of that round (other than ``row``'s own)? Bit i set: record
     i is clear. One pass over the world's rows for the whole batch (one row's loads serve
     every candidate)."""
@@ -607,17 +602,8 @@ def clear_of_round(
                 for i in range(n):
                     bit = 1 << i
                     if (clear & bit) != 0:
-                        pa = pose0
-                        ma = motion0
-                        if i == 1:
-                            pa = pose1
-                            ma = motion1
-                        elif i == 2:
-                            pa = pose2
-                            ma = motion2
-                        elif i == 3:
-                            pa = pose3
-                            ma = motion3
+                        pa = poses[i]
+                        ma = motions[i]
                         if records_overlap(model, pa, ma, pj, mj):
                             clear = clear - bit
     return clear
@@ -736,7 +722,6 @@ def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: i
             batch = int(_SEARCH_BATCH)
             if spawn_round < 0:
                 batch = 1  # no clear test: the first statically clear try
-            zero = wp.vec4(0.0, 0.0, 0.0, 0.0)
             while attempt < model.spawn_attempts and not found:
                 # the batch head's static test first, before any record of the batch is live
                 head_ok = state.spawn_static_ok[row, attempt]
@@ -744,18 +729,9 @@ def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: i
                     head_ok = static_try_ok(model, state, row, attempt)
                 head = attempt
                 n = int(0)
-                a0 = int(0)
-                a1 = int(0)
-                a2 = int(0)
-                a3 = int(0)
-                p0 = zero
-                p1 = zero
-                p2 = zero
-                p3 = zero
-                m0 = zero
-                m1 = zero
-                m2 = zero
-                m3 = zero
+                tries = wp.vec4i(0, 0, 0, 0)
+                poses = wp.mat44(0.0)
+                motions = wp.mat44(0.0)
                 gather = bool(True)
                 while gather and attempt < model.spawn_attempts and n < batch:
                     ok = head_ok
@@ -766,50 +742,24 @@ def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: i
                     if gather:
                         if ok != 0:
                             pose, motion = try_record(model, state, row, attempt)
-                            if n == 0:
-                                a0 = attempt
-                                p0 = pose
-                                m0 = motion
-                            elif n == 1:
-                                a1 = attempt
-                                p1 = pose
-                                m1 = motion
-                            elif n == 2:
-                                a2 = attempt
-                                p2 = pose
-                                m2 = motion
-                            else:
-                                a3 = attempt
-                                p3 = pose
-                                m3 = motion
+                            tries[n] = attempt
+                            poses[n] = pose
+                            motions[n] = motion
                             n += 1
                         attempt += 1
                 if n > 0:
                     clear = int(1)
                     if spawn_round >= 0:
-                        clear = clear_of_round(
-                            model, state, w, row, spawn_round, n, p0, m0, p1, m1, p2, m2, p3, m3
-                        )
+                        clear = clear_of_round(model, state, w, row, spawn_round, n, poses, motions)
                     if clear != 0:
                         found = True
-                        pick = a3
-                        pose = p3
-                        motion = m3
-                        if (clear & 1) != 0:
-                            pick = a0
-                            pose = p0
-                            motion = m0
-                        elif (clear & 2) != 0:
-                            pick = a1
-                            pose = p1
-                            motion = m1
-                        elif (clear & 4) != 0:
-                            pick = a2
-                            pose = p2
-                            motion = m2
+                        i = int(0)
+                        while (clear & (1 << i)) == 0:
+                            i += 1
+                        pick = tries[i]
                         attempt = pick + 1
-                        state.spawn_pose[nxt, row] = pose
-                        state.spawn_motion[nxt, row] = motion
+                        state.spawn_pose[nxt, row] = poses[i]
+                        state.spawn_motion[nxt, row] = motions[i]
                         state.spawn_attempt[nxt, row] = pick
             state.spawn_next[row] = attempt
             if not found:
