@@ -70,15 +70,17 @@ def hits_parked(
     hm: float,
     moved: bool,
     circle: wp.vec4,
+    first: int,
+    stride: int,
 ):
     """Does the box (centre ``p``, heading ``h``, length ``l``, width ``wd``), or when ``moved``
     its mid-step pose (``pm``, ``hm``), overlap one of world ``w``'s parked cars (rows of
     ``parked_box``, the snapshot)? ``circle`` is the mover's `sweep_circle`. |dz| >= 4 m never
-    collides."""
+    collides. Tests the world's parked rows ``first``, ``first + stride``, ... (all: 0, 1)."""
     r = 0.5 * wp.sqrt(l * l + wd * wd)
     row0 = model.num_slots + w * model.parked_per_world
     hit = int(0)
-    for row in range(row0, row0 + model.parked_per_world):
+    for row in range(row0 + first, row0 + model.parked_per_world, stride):
         if hit == 0 and parked_box[row, 7] >= 0.0:
             lo = parked_box[row, 4]
             wo = parked_box[row, 5]
@@ -97,9 +99,21 @@ def hits_parked(
 
 
 @wp.func
-def collides(model: ModelData, state: StateData, parked_box: wp.array2d(dtype=float), slot: int, w: int):
+def collides_part(
+    model: ModelData,
+    state: StateData,
+    parked_box: wp.array2d(dtype=float),
+    slot: int,
+    w: int,
+    part: int,
+    agent_parts: int,
+    parked_parts: int,
+):
     """Does ``slot``'s box overlap any other valid box of world ``w`` (halted ones included) or
-    one of its parked cars (rows of ``parked_box``)?
+    one of its parked cars (rows of ``parked_box``)? Part ``part`` of the test: for ``part <
+    agent_parts`` the world's slots ``start + part``, ``start + part + agent_parts``, ...; else
+    the parked rows ``part - agent_parts``, + ``parked_parts``, ... . The collision test is the OR of
+    its ``agent_parts + parked_parts`` parts (`contact_kernel` runs them in parallel).
 
     Tested at the end of the step and, when both agents moved >= 0.1 m, at the mid-step poses
     too (so fast agents cannot pass through each other); parked cars at both poses. Pairs
@@ -114,31 +128,38 @@ def collides(model: ModelData, state: StateData, parked_box: wp.array2d(dtype=fl
     circle = state.sweep_circle[slot]
     pm, hm = mid_pose(state.prev_pos[slot], state.prev_heading[slot], p, h)
     moved = wp.length(p - state.prev_pos[slot]) >= SWEPT_COLLISION_MIN_MOVE_M
-    start = model.world_slot_start[w]
     hit = int(0)
-    for other in range(start, start + model.world_slot_count[w]):
-        if hit == 0 and other != slot:
-            c = state.sweep_circle[other]
-            reach = circle[3] + c[3]
-            dx = c[0] - circle[0]
-            dy = c[1] - circle[1]
-            # c[3] < 0: invalid slot
-            if c[3] >= 0.0 and dx * dx + dy * dy < reach * reach and wp.abs(c[2] - p[2]) < Z_TOLERANCE_M:
-                q = state.pos[other]
-                ho = state.heading[other]
-                lo = state.length[other]
-                wo = state.width[other]
-                ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
-                if wp.length(xy(q) - xy(p)) < r + ro:
-                    if boxes_overlap(xy(p), h, l, wd, xy(q), ho, lo, wo):
-                        hit = 1
-                if hit == 0 and moved and wp.length(q - state.prev_pos[other]) >= SWEPT_COLLISION_MIN_MOVE_M:
-                    qm, hom = mid_pose(state.prev_pos[other], state.prev_heading[other], q, ho)
-                    if wp.length(qm - pm) < r + ro:
-                        if boxes_overlap(pm, hm, l, wd, qm, hom, lo, wo):
+    if part < agent_parts:
+        start = model.world_slot_start[w]
+        for other in range(start + part, start + model.world_slot_count[w], agent_parts):
+            if hit == 0 and other != slot:
+                c = state.sweep_circle[other]
+                reach = circle[3] + c[3]
+                dx = c[0] - circle[0]
+                dy = c[1] - circle[1]
+                # c[3] < 0: invalid slot
+                if c[3] >= 0.0 and dx * dx + dy * dy < reach * reach and wp.abs(c[2] - p[2]) < Z_TOLERANCE_M:
+                    q = state.pos[other]
+                    ho = state.heading[other]
+                    lo = state.length[other]
+                    wo = state.width[other]
+                    ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
+                    if wp.length(xy(q) - xy(p)) < r + ro:
+                        if boxes_overlap(xy(p), h, l, wd, xy(q), ho, lo, wo):
                             hit = 1
-    if hit == 0:
-        hit = hits_parked(model, parked_box, w, p, h, l, wd, pm, hm, moved, circle)
+                    if (
+                        hit == 0
+                        and moved
+                        and wp.length(q - state.prev_pos[other]) >= SWEPT_COLLISION_MIN_MOVE_M
+                    ):
+                        qm, hom = mid_pose(state.prev_pos[other], state.prev_heading[other], q, ho)
+                        if wp.length(qm - pm) < r + ro:
+                            if boxes_overlap(pm, hm, l, wd, qm, hom, lo, wo):
+                                hit = 1
+    else:
+        hit = hits_parked(
+            model, parked_box, w, p, h, l, wd, pm, hm, moved, circle, part - agent_parts, parked_parts
+        )
     return hit
 
 
@@ -185,6 +206,53 @@ def runs_red_light(model: ModelData, state_in: StateData, state: StateData, slot
 
 
 @wp.func
+def crosses_road_edge_part(
+    model: ModelData,
+    m: int,
+    pos0: wp.vec3,
+    heading0: float,
+    pos1: wp.vec3,
+    heading1: float,
+    length: float,
+    width: float,
+    walls_only: int,
+    part: int,
+    parts: int,
+):
+    """Part ``part`` of ``parts`` of `crosses_road_edge`: only the cell items ``k`` (indices of
+    ``edge_cell_items``) with ``k % parts == part``; the test is the OR of its parts."""
+    hl = 0.5 * length
+    hw = 0.5 * width
+    r = wp.sqrt(hl * hl + hw * hw)
+    reach = r + BROAD_PHASE_MARGIN_M
+    p0 = xy(pos0)
+    p1 = xy(pos1)
+    lo = wp.vec2(wp.min(p0[0], p1[0]) - r, wp.min(p0[1], p1[1]) - r)
+    hi = wp.vec2(wp.max(p0[0], p1[0]) + r, wp.max(p0[1], p1[1]) + r)
+    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, lo, hi)
+    nx = model.map_grid_nx[m]
+    base = model.map_cell_start[m]
+    hit = int(0)
+    for iy in range(iy0, iy1 + 1):
+        for ix in range(ix0, ix1 + 1):
+            cell = base + iy * nx + ix
+            k0 = model.edge_cell_offsets[cell]
+            k0 = k0 + (part + parts - k0 % parts) % parts
+            for k in range(k0, model.edge_cell_offsets[cell + 1], parts):
+                e = model.edge_cell_items[k]
+                if hit == 0 and (walls_only == 0 or model.edge_wall[e] != 0):
+                    a = model.edge_a[e]
+                    b = model.edge_b[e]
+                    dz = wp.min(wp.abs(a[2] - pos1[2]), wp.abs(b[2] - pos1[2]))
+                    # every swept pose lies within r of the centre's path: farther segments
+                    # cannot be touched (a cheap test before the 4 interpolated poses)
+                    if dz < Z_TOLERANCE_M and segments_distance(p0, p1, xy(a), xy(b)) < reach:
+                        if swept_box_hits_segment(p0, heading0, p1, heading1, hl, hw, xy(a), xy(b)):
+                            hit = 1
+    return hit
+
+
+@wp.func
 def crosses_road_edge(
     model: ModelData,
     m: int,
@@ -201,33 +269,7 @@ def crosses_road_edge(
 
     Only segments whose nearest endpoint height is within 4 m of the agent count.
     """
-    hl = 0.5 * length
-    hw = 0.5 * width
-    r = wp.sqrt(hl * hl + hw * hw)
-    reach = r + BROAD_PHASE_MARGIN_M
-    p0 = xy(pos0)
-    p1 = xy(pos1)
-    lo = wp.vec2(wp.min(p0[0], p1[0]) - r, wp.min(p0[1], p1[1]) - r)
-    hi = wp.vec2(wp.max(p0[0], p1[0]) + r, wp.max(p0[1], p1[1]) + r)
-    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, lo, hi)
-    nx = model.map_grid_nx[m]
-    base = model.map_cell_start[m]
-    hit = int(0)
-    for iy in range(iy0, iy1 + 1):
-        for ix in range(ix0, ix1 + 1):
-            cell = base + iy * nx + ix
-            for k in range(model.edge_cell_offsets[cell], model.edge_cell_offsets[cell + 1]):
-                e = model.edge_cell_items[k]
-                if hit == 0 and (walls_only == 0 or model.edge_wall[e] != 0):
-                    a = model.edge_a[e]
-                    b = model.edge_b[e]
-                    dz = wp.min(wp.abs(a[2] - pos1[2]), wp.abs(b[2] - pos1[2]))
-                    # every swept pose lies within r of the centre's path: farther segments
-                    # cannot be touched (a cheap test before the 4 interpolated poses)
-                    if dz < Z_TOLERANCE_M and segments_distance(p0, p1, xy(a), xy(b)) < reach:
-                        if swept_box_hits_segment(p0, heading0, p1, heading1, hl, hw, xy(a), xy(b)):
-                            hit = 1
-    return hit
+    return crosses_road_edge_part(model, m, pos0, heading0, pos1, heading1, length, width, walls_only, 0, 1)
 
 
 @wp.func

@@ -1,10 +1,11 @@
 """All simulator kernels, in one Warp module so a cold cache compiles them once.
 
 Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) ->
-`rules_kernel` (lane association, events, goals, rewards, dones) -> `goal_walk_kernel` (goal
+`contact_kernel` (collision and swept edge tests, split over parts) -> `rules_kernel` (lane association, events, goals, rewards, dones) -> `goal_walk_kernel` (goal
 sets the rules asked for) -> `world_clock_kernel` (episode clock, reset decision) ->
 `final_observe_kernel` (takes those goal sets; pre-reset snapshot) -> the masked world resets
-(`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1),
+(`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1), each round >= 0 after a
+`spawn_conflict_kernel`,
 `goal_walk_kernel`; log replay: `replay_reset_kernel`) -> `observe_kernel` (takes the spawns'
 goal sets; snapshot, observations, lights).
 """
@@ -18,7 +19,14 @@ import warp as wp
 from pictura.maps.roadmap import AGENT_PEDESTRIAN
 from pictura.sim.config import DIST_FIXED, DIST_UMIX
 from pictura.sim.dynamics import bicycle_step
-from pictura.sim.events import collides, crosses_road_edge, goal_reached, runs_red_light, sweep_circle
+from pictura.sim.events import (
+    collides_part,
+    crosses_road_edge,
+    crosses_road_edge_part,
+    goal_reached,
+    runs_red_light,
+    sweep_circle,
+)
 from pictura.sim.features import (
     COND_ACC,
     COND_DELTA_GOAL,
@@ -51,6 +59,7 @@ from pictura.sim.spawn import (
     draw_junction,
     draw_light_off,
     row_world,
+    spawn_conflict_part,
     spawn_round_row,
     static_try_ok,
 )
@@ -171,21 +180,54 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
     state_out.sweep_circle[slot] = sweep_circle(state_out, slot)
 
 
-@wp.func
-def swept_box_crosses(model: ModelData, m: int, state: StateData, slot: int, walls_only: int):
-    """Whether ``slot``'s box swept from its previous to its current pose crosses a road edge or
-    wall of map ``m`` (``walls_only``: walls alone, the pedestrians' rule)."""
-    return crosses_road_edge(
-        model,
-        m,
-        state.prev_pos[slot],
-        state.prev_heading[slot],
-        state.pos[slot],
-        state.heading[slot],
-        state.length[slot],
-        state.width[slot],
-        walls_only,
-    )
+@wp.kernel
+def contact_kernel(
+    model: ModelData,
+    agent_parts: int,
+    parked_parts: int,
+    edge_parts: int,
+    state_in: StateData,
+    state_out: StateData,
+):
+    """The contact tests of every slot that `rules_kernel` tests (valid, not halted, not
+    replayed), one thread per (part, slot): parts ``< agent_parts + parked_parts`` run
+    `collides_part` (a hit sets the slot's collision event), the next ``edge_parts`` run
+    `crosses_road_edge_part` on the swept box (road edges and walls; pedestrians: walls only)
+    and a hit sets the off-road event. Both events are cleared by `integrate_kernel`;
+    `rules_kernel` turns them into the step's infraction. The OR over parts is the one-thread
+    result whatever the thread order; a thread's chain is ~1 / parts of the one-thread loops.
+    Threads of a warp share a part (part-major thread index), so they take the same branch."""
+    part, slot = wp.tid()
+    if state_out.valid[slot] == 0:
+        return
+    if state_out.halted[slot] != 0:
+        return
+    if model.slot_mode[slot] == _REPLAYED:
+        return
+    w = model.slot_world[slot]
+    contact_parts = agent_parts + parked_parts
+    if part < contact_parts:
+        if collides_part(model, state_out, state_in.agent_box, slot, w, part, agent_parts, parked_parts) != 0:
+            state_out.events[slot, _E_COLLISION] = 1
+    else:
+        walls_only = int(0)
+        if state_out.kind[slot] == _PEDESTRIAN:
+            walls_only = 1
+        hit = crosses_road_edge_part(
+            model,
+            model.world_map[w],
+            state_out.prev_pos[slot],
+            state_out.prev_heading[slot],
+            state_out.pos[slot],
+            state_out.heading[slot],
+            state_out.length[slot],
+            state_out.width[slot],
+            walls_only,
+            part - contact_parts,
+            edge_parts,
+        )
+        if hit != 0:
+            state_out.events[slot, _E_OFFROAD] = 1
 
 
 @wp.kernel
@@ -223,14 +265,16 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     state_out.lane_offset[slot] = offset
     state_out.lane_heading_error[slot] = err
 
+    # the swept box's edge / wall test and the collision test: `contact_kernel`, just before
+    crossed = state_out.events[slot, _E_OFFROAD]  # pedestrians: walls only
     offroad = int(0)
     if not pedestrian:
-        offroad = swept_box_crosses(model, m, state_out, slot, 0)
+        offroad = crossed
     collision = int(0)
     if offroad == 0:
-        collision = collides(model, state_out, state_in.agent_box, slot, w)
+        collision = state_out.events[slot, _E_COLLISION]
         if collision == 0 and pedestrian:
-            collision = swept_box_crosses(model, m, state_out, slot, 1)  # walls only
+            collision = crossed  # a wall crossed by a pedestrian
     red_light = int(0)
     if offroad == 0 and collision == 0 and not pedestrian:
         red_light = runs_red_light(model, state_in, state_out, slot, w)
@@ -411,6 +455,16 @@ def spawn_static_kernel(model: ModelData, state: StateData):
         for later in range(tries, model.spawn_attempts):
             state.spawn_static_ok[row, later] = _STATIC_UNKNOWN
     state.spawn_static_ok[row, attempt] = static_try_ok(model, state, row, attempt)
+
+
+@wp.kernel
+def spawn_conflict_kernel(model: ModelData, spawn_round: int, parts: int, state: StateData):
+    """One thread per (part, snapshot row) of the resetting worlds: `spawn_conflict_part`, the
+    acceptance test of round ``spawn_round`` >= 0 split over the higher-ranked rows (a
+    thread's chain is ~1 / parts of the up to 159 ranks of one row)."""
+    part, row = wp.tid()
+    if state.world_reset[row_world(model, row)] != 0:
+        spawn_conflict_part(model, state, row, spawn_round, part, parts)
 
 
 @wp.kernel

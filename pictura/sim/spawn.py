@@ -20,7 +20,10 @@ host sync, nothing data dependent), each kernel in `pictura.sim.kernels`:
    of a higher-ranked row in the same round (so accepted rows never overlap each other), else
    the row scans its next statically clear tries for one that overlaps neither a row placed
    before this round nor any proposal of this round (a superset of what this round accepts),
-   and proposes it in round r + 1. Launch -1 only proposes; a row still unplaced after the last
+   and proposes it in round r + 1 (testing up to `SEARCH_BATCH` statically clear tries per pass
+   over the world's rows). The acceptance test of rounds >= 0 runs just before, in
+   ``spawn_conflict_kernel`` over (part, row) threads (`spawn_conflict_part`). Launch -1 only
+   proposes; a row still unplaced after the last
    round, or out of tries, stays invalid. Overlap means the boxes overlap at t = 0,
    forecast / 2 or forecast under constant velocity (parked cars stand still).
 
@@ -96,6 +99,9 @@ EAGER_AGENT_TRIES = 8
 """Tries per agent slot that `spawn_static_kernel` tests up front (about 97 % pass on the CARLA
 towns); later ones are tested when a round reaches them. Parked cars test all their tries up
 front (beside lanes, as few as a quarter pass)."""
+SEARCH_BATCH = 4
+"""Statically clear tries a rejected row tests against the round in one pass over its world's
+rows (`clear_of_round`)."""
 STATIC_UNKNOWN = -1
 """``spawn_static_ok`` of a try not tested yet."""
 NOT_PLACED = 1 << 30
@@ -114,6 +120,7 @@ _FORECAST_SAMPLES = wp.constant(FORECAST_SAMPLES)
 _NOT_PLACED = wp.constant(NOT_PLACED)
 _EAGER_AGENT_TRIES = wp.constant(EAGER_AGENT_TRIES)
 _STATIC_UNKNOWN = wp.constant(STATIC_UNKNOWN)
+_SEARCH_BATCH = wp.constant(SEARCH_BATCH)
 _EDGE_MARGIN = wp.constant(SPAWN_EDGE_MARGIN)
 _CURB_GAP = wp.constant(PARKED_CURB_GAP)
 _CURB_PROBE = wp.constant(PARKED_CURB_PROBE)
@@ -562,25 +569,76 @@ def world_row(model: ModelData, w: int, rank: int):
 
 @wp.func
 def clear_of_round(
-    model: ModelData, state: StateData, w: int, row: int, spawn_round: int, pose: wp.vec4, motion: wp.vec4
+    model: ModelData,
+    state: StateData,
+    w: int,
+    row: int,
+    spawn_round: int,
+    n: int,
+    poses: wp.mat44,
+    motions: wp.mat44,
 ):
-    """Does the record overlap no row placed before ``spawn_round`` and no proposal of that
-    round (other than ``row``'s own)?"""
+    """Which of the first ``n`` (<= SEARCH_BATCH) records (rows of ``poses`` / ``motions``, as
+    in `try_record`) overlap no row placed before
+    ``spawn_round`` and no proposal of that round (other than ``row``'s own)? Bit i set: record
+    i is clear. One pass over the world's rows for the whole batch (one row's loads serve
+    every candidate)."""
     cur = (spawn_round + 2) % 2
-    clear = bool(True)
+    clear = int((1 << n) - 1)
     ranks = model.parked_per_world + model.world_slot_count[w]
     for rank in range(ranks):
         j = world_row(model, w, rank)
-        if clear and j != row:
+        if clear != 0 and j != row:
             placed = state.spawn_placed_round[j]
+            b = cur
+            live = bool(True)
             if placed < spawn_round:
                 b = (placed + 2) % 2
-                if records_overlap(model, pose, motion, state.spawn_pose[b, j], state.spawn_motion[b, j]):
-                    clear = False
-            elif state.spawn_motion[cur, j][3] >= 0.0:
-                if records_overlap(model, pose, motion, state.spawn_pose[cur, j], state.spawn_motion[cur, j]):
-                    clear = False
+            else:
+                live = state.spawn_motion[cur, j][3] >= 0.0
+            if live:
+                pj = state.spawn_pose[b, j]
+                mj = state.spawn_motion[b, j]
+                for i in range(n):
+                    bit = 1 << i
+                    if (clear & bit) != 0:
+                        pa = poses[i]
+                        ma = motions[i]
+                        if records_overlap(model, pa, ma, pj, mj):
+                            clear = clear - bit
     return clear
+
+
+@wp.func
+def spawn_conflict_part(
+    model: ModelData, state: StateData, row: int, spawn_round: int, part: int, parts: int
+):
+    """Part ``part`` of ``parts`` of round ``spawn_round``'s acceptance test of ``row``: sets
+    ``spawn_conflict[row]`` when the live proposal of a higher-ranked row among ranks ``part``,
+    ``part + parts``, ... overlaps ``row``'s proposal (`spawn_round_row` then rejects it)."""
+    w = row_world(model, row)
+    if state.world_reset[w] == 0:
+        return
+    if row < model.num_slots:
+        if row - model.world_slot_start[w] >= state.world_agent_count[w]:
+            return
+    if state.spawn_placed_round[row] < spawn_round:
+        return
+    cur = (spawn_round + 2) % 2
+    motion = state.spawn_motion[cur, row]
+    if motion[3] < 0.0:
+        return
+    pose = state.spawn_pose[cur, row]
+    hit = bool(False)
+    for rank in range(part, spawn_rank(model, w, row), parts):
+        j = world_row(model, w, rank)
+        other = state.spawn_motion[cur, j]
+        if not hit and other[3] >= 0.0:
+            if records_overlap(model, pose, motion, state.spawn_pose[cur, j], other):
+                if state.spawn_placed_round[j] >= spawn_round:  # a live proposal
+                    hit = True
+    if hit:
+        state.spawn_conflict[row] = 1
 
 
 @wp.func
@@ -640,16 +698,11 @@ def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: i
     if spawn_round >= 0:
         motion = state.spawn_motion[cur, row]
         if motion[3] >= 0.0:
-            pose = state.spawn_pose[cur, row]
-            accepted = bool(True)
-            for rank in range(spawn_rank(model, w, row)):
-                j = world_row(model, w, rank)
-                other = state.spawn_motion[cur, j]
-                if accepted and other[3] >= 0.0:
-                    if records_overlap(model, pose, motion, state.spawn_pose[cur, j], other):
-                        if state.spawn_placed_round[j] >= spawn_round:  # a live proposal
-                            accepted = False
+            # overlaps with higher-ranked proposals: `spawn_conflict_kernel`, just before
+            accepted = state.spawn_conflict[row] == 0
+            state.spawn_conflict[row] = 0
             if accepted:
+                pose = state.spawn_pose[cur, row]
                 state.spawn_placed_round[row] = spawn_round
                 if row < model.num_slots:
                     place_agent(model, state, w, row, state.spawn_attempt[cur, row])
@@ -660,20 +713,54 @@ def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: i
             if row < model.num_slots:
                 clear_slot(state, row)  # its drawn type and conditioning are not kept
         else:
+            # the first statically clear try from spawn_next that is clear of the round,
+            # tested in batches of up to SEARCH_BATCH statically clear tries (one pass over
+            # the world's rows per batch); a try not tested yet is only tested at the head of
+            # a batch, i.e. when every earlier try failed (as in a try-by-try scan)
             found = bool(False)
             attempt = int(state.spawn_next[row])
+            batch = int(_SEARCH_BATCH)
+            if spawn_round < 0:
+                batch = 1  # no clear test: the first statically clear try
             while attempt < model.spawn_attempts and not found:
-                ok = state.spawn_static_ok[row, attempt]
-                if ok == _STATIC_UNKNOWN:
-                    ok = static_try_ok(model, state, row, attempt)
-                if ok != 0:
-                    pose, motion = try_record(model, state, row, attempt)
-                    if spawn_round < 0 or clear_of_round(model, state, w, row, spawn_round, pose, motion):
+                # the batch head's static test first, before any record of the batch is live
+                head_ok = state.spawn_static_ok[row, attempt]
+                if head_ok == _STATIC_UNKNOWN:
+                    head_ok = static_try_ok(model, state, row, attempt)
+                head = attempt
+                n = int(0)
+                tries = wp.vec4i(0, 0, 0, 0)
+                poses = wp.mat44(0.0)
+                motions = wp.mat44(0.0)
+                gather = bool(True)
+                while gather and attempt < model.spawn_attempts and n < batch:
+                    ok = head_ok
+                    if attempt > head:
+                        ok = state.spawn_static_ok[row, attempt]
+                        if ok == _STATIC_UNKNOWN:
+                            gather = False  # left to the head of the next batch
+                    if gather:
+                        if ok != 0:
+                            pose, motion = try_record(model, state, row, attempt)
+                            tries[n] = attempt
+                            poses[n] = pose
+                            motions[n] = motion
+                            n += 1
+                        attempt += 1
+                if n > 0:
+                    clear = int(1)
+                    if spawn_round >= 0:
+                        clear = clear_of_round(model, state, w, row, spawn_round, n, poses, motions)
+                    if clear != 0:
                         found = True
-                        state.spawn_pose[nxt, row] = pose
-                        state.spawn_motion[nxt, row] = motion
-                        state.spawn_attempt[nxt, row] = attempt
-                attempt += 1
+                        i = int(0)
+                        while (clear & (1 << i)) == 0:
+                            i += 1
+                        pick = tries[i]
+                        attempt = pick + 1
+                        state.spawn_pose[nxt, row] = poses[i]
+                        state.spawn_motion[nxt, row] = motions[i]
+                        state.spawn_attempt[nxt, row] = pick
             state.spawn_next[row] = attempt
             if not found:
                 state.spawn_motion[nxt, row] = wp.vec4(0.0, 0.0, 0.0, -1.0)
@@ -686,6 +773,7 @@ def begin_row_reset(model: ModelData, state: StateData, row: int):
     w = row_world(model, row)
     state.spawn_next[row] = 0
     state.spawn_placed_round[row] = _NOT_PLACED
+    state.spawn_conflict[row] = 0
     none = wp.vec4(0.0, 0.0, 0.0, -1.0)
     state.spawn_motion[0, row] = none
     state.spawn_motion[1, row] = none

@@ -98,6 +98,7 @@ class StateData:
     spawn_static_ok: wp.array2d(dtype=wp.int32)
     spawn_next: wp.array(dtype=wp.int32)
     spawn_placed_round: wp.array(dtype=wp.int32)
+    spawn_conflict: wp.array(dtype=wp.int32)
     spawn_pose: wp.array2d(dtype=wp.vec4)
     spawn_motion: wp.array2d(dtype=wp.vec4)
     spawn_attempt: wp.array2d(dtype=wp.int32)
@@ -174,9 +175,11 @@ class State(_Mirrored):
       spawn_static_ok (B, A) int 1 / 0 / -1: try passed the static tests (road edges, walls, stop
       lines) / failed / not tested yet;
       spawn_next (B,) next try to scan; spawn_placed_round (B,) round that accepted the row (or
-      a large value); spawn_pose (2, B) vec4 x, y, z m, heading rad and spawn_motion (2, B) vec4
-      speed m/s, length, width, circumradius m (radius < 0: no proposal) of each row's
-      proposal, double-buffered by round parity; spawn_attempt (2, B) the proposal's try.
+      a large value); spawn_conflict (B,) 1 when a higher-ranked proposal of the round overlaps
+      the row's (`spawn_conflict_kernel`, read and cleared by the round); spawn_pose (2, B)
+      vec4 x, y, z m, heading rad and spawn_motion (2, B) vec4 speed m/s, length, width,
+      circumradius m (radius < 0: no proposal) of each row's proposal, double-buffered by
+      round parity; spawn_attempt (2, B) the proposal's try.
     """
 
     def __init__(self, model: Model):
@@ -212,7 +215,7 @@ class State(_Mirrored):
                 shape = (Jw,)
             elif name.startswith("light_"):
                 shape = (Tw,)
-            elif name in ("spawn_next", "spawn_placed_round"):
+            elif name in ("spawn_next", "spawn_placed_round", "spawn_conflict"):
                 shape = (model.layout.box_count,)
             else:
                 shape = shapes.get(name, (S,))

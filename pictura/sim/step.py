@@ -15,6 +15,31 @@ _FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "ob
 """Arrays whose pre-reset copy ``final_<name>`` `step` writes (truncation bootstrap)."""
 
 
+CONTACT_AGENT_PARTS = 8
+"""GPU: threads per slot over the world's other slots in `contact_kernel` (16 of 128 each)."""
+CONTACT_PARKED_PARTS = 2
+"""GPU: threads per slot over the world's parked cars."""
+CONTACT_EDGE_PARTS = 4
+"""GPU: threads per slot over the road-edge / wall items of the swept box's grid cells."""
+
+
+def _contact_parts(model: Model) -> tuple[int, int, int]:
+    """(agent, parked, edge) parts of `contact_kernel`: split on a GPU, where a thread's chain
+    of loads sets the kernel time; one each on "cpu", where every thread costs a struct copy."""
+    if wp.get_device(model.device).is_cuda:
+        return CONTACT_AGENT_PARTS, CONTACT_PARKED_PARTS, CONTACT_EDGE_PARTS
+    return 1, 1, 1
+
+
+SPAWN_CONFLICT_PARTS = 8
+"""GPU: threads per row of a spawn round's acceptance test (`spawn_conflict_kernel`)."""
+
+
+def _conflict_parts(model: Model) -> int:
+    """Parts of `spawn_conflict_kernel`: split on a GPU, one on "cpu" (as `_contact_parts`)."""
+    return SPAWN_CONFLICT_PARTS if wp.get_device(model.device).is_cuda else 1
+
+
 def _walk_goals(model: Model, state: State) -> None:
     """All tries of the requested goal sets (taken by the next observation pass)."""
     wp.launch(
@@ -59,8 +84,16 @@ def _respawn(model: Model, state_in: State, state_out: State, from_step: int) ->
         inputs=[model.data, state_out.data],
         device=d,
     )
+    parts = _conflict_parts(model)
     for spawn_round in range(-1, SPAWN_ROUNDS):
         last = int(spawn_round == SPAWN_ROUNDS - 1)
+        if spawn_round >= 0:
+            wp.launch(
+                kernels.spawn_conflict_kernel,
+                (parts, rows),
+                inputs=[model.data, spawn_round, parts, state_out.data],
+                device=d,
+            )
         wp.launch(
             kernels.spawn_round_kernel, rows, inputs=[model.data, spawn_round, last, state_out.data], device=d
         )
@@ -80,6 +113,14 @@ def step(model: Model, state_in: State, control: Control, state_out: State) -> N
         kernels.integrate_kernel,
         S,
         inputs=[model.data, state_in.data, control.data],
+        outputs=[state_out.data],
+        device=d,
+    )
+    agent_parts, parked_parts, edge_parts = _contact_parts(model)
+    wp.launch(
+        kernels.contact_kernel,
+        (agent_parts + parked_parts + edge_parts, S),
+        inputs=[model.data, agent_parts, parked_parts, edge_parts, state_in.data],
         outputs=[state_out.data],
         device=d,
     )
