@@ -211,6 +211,11 @@ def removal_probe(
                     "visible": float(env.renderer.occlusion_fraction(box_np, light_np, ego, r)),
                     "dV": float(value[i + 1] - value[0]), "dP_brake": float(p_brake[i + 1] - p_brake[0]),
                 })
+    if not records:
+        raise ValueError(
+            f"no probed ego has a road user within {radius} m in any of the {len(states)} states: nothing to "
+            "remove (raise --agents, --radius or --states)"
+        )
     return records
 
 

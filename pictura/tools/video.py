@@ -86,6 +86,11 @@ def record_frames(env, policy, agent: int, steps: int, scale: int, overview_size
 
     if not 0 <= agent < env.num_slots:
         raise ValueError(f"--agent {agent} outside 0..{env.num_slots - 1}")
+    episode = env.sim_config.episode_length
+    if steps > episode:
+        raise ValueError(
+            f"--steps {steps} is longer than the episode ({episode} steps): the world would reset mid-video"
+        )
     td = env.reset()
     if not bool(td["valid"][agent]):
         raise ValueError(f"--agent {agent} is not an active agent of the world (raise --agents or pick another)")

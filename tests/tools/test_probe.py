@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from PIL import Image
 
 from pictura.tools import probe
@@ -42,3 +43,9 @@ def test_takeover_replays_the_recording_exactly_for_the_same_policy(tmp_path):
         a, b = case["speeds"].values()
         assert len(a) == 10 and a == b
     assert png.exists()
+
+
+def test_removal_probe_without_neighbours_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="no probed ego has a road user within 0.5 m"):
+        probe.main(["removal", "--policy", "constant:7", "--map", "procedural:seed=0", "--agents", "2",
+                    "--resolution", "32x18", "--states", "1", "--radius", "0.5", "--json", str(tmp_path / "r.json")])

@@ -45,3 +45,11 @@ def test_bad_arguments_are_reported(tmp_path):
         video.main(["--policy", "random", "--out", str(tmp_path / "a.gif"), "--steps", "0"])
     with pytest.raises(ValueError, match="gif or .mp4"):
         video.write_video([video.np.zeros((4, 4, 3), video.np.uint8)], tmp_path / "a.avi")
+
+
+def test_a_video_longer_than_the_episode_is_refused(tmp_path):
+    from pictura.sim import SimConfig
+
+    with pytest.raises(SystemExit, match="longer than the episode"):
+        video.main(["--policy", "random", "--out", str(tmp_path / "a.gif"), "--steps", str(SimConfig().episode_length + 1),
+                    "--resolution", "32x18", "--agents", "2"])
