@@ -102,22 +102,32 @@ def _takeover(args, env, policy) -> dict:
     from pictura.eval import takeover
     from pictura.eval.probes import ProbedPolicy
 
-    policies = [policy]
+    policies = [(policy, env)]
     if args.against:
         if args.against == "random" or args.against.startswith("constant:"):
-            other = ProbedPolicy.baseline(args.against, seed=args.seed)
+            other, other_env = ProbedPolicy.baseline(args.against, seed=args.seed), env
         else:
             from pictura.eval.policies import load_checkpoint
+            from pictura.tools.video import env_arguments
 
-            other = ProbedPolicy.from_checkpoint(load_checkpoint(args.against), env)
+            ckpt = load_checkpoint(args.against)
+            try:
+                other, other_env = ProbedPolicy.from_checkpoint(ckpt, env), env
+            except ValueError:
+                # another observation layout (e.g. Alberti vs Vectorized-blind): its own env over
+                # the same world, rewound to the same recorded simulator states
+                other_env = ckpt.build_env(**env_arguments(args, extra_slots=1))
+                other_env.validate_actions = False
+                other = ProbedPolicy.from_checkpoint(ckpt, other_env)
         if other.name == policy.name:
             other.name += "_b"
-        policies.append(other)
+        policies.append((other, other_env))
     rec = takeover.record(env, policy, args.record_steps)
     cases = takeover.find_cases(env, rec, horizon=args.horizon, max_cases=args.cases)
     for case in cases:
-        for p in policies:
-            takeover.take_over(env, rec, case, p, p.name, args.horizon)
+        for p, p_env in policies:
+            takeover.take_over(p_env, rec, case, p, p.name, args.horizon)
+    policies = [p for p, _ in policies]
     names = [p.name for p in policies]
     return {
         "probe": "takeover", "map": args.map, "policies": names,

@@ -37,17 +37,23 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agents", type=int, default=12, help="agents in the world (default 12)")
 
 
+def env_arguments(args, extra_slots: int = 0) -> dict:
+    """The env keyword arguments of the parsed options: one world on ``--map`` with ``--agents``
+    agents and ``extra_slots`` free slots."""
+    if args.agents < 1:
+        raise ValueError(f"--agents must be >= 1, got {args.agents}")
+    return dict(
+        device=args.device, seed=args.seed, maps=[args.map], num_worlds=1,
+        slots_per_world=args.agents + extra_slots, agents_per_world=(args.agents, args.agents),
+    )
+
+
 def build_env_and_policy(args, extra_slots: int = 0):
     """(env, `pictura.eval.probes.ProbedPolicy`) for the parsed arguments: one world on ``--map``
     with ``--agents`` agents and ``extra_slots`` free slots (probes insert road users there)."""
     from pictura.eval.probes import ProbedPolicy
 
-    if args.agents < 1:
-        raise ValueError(f"--agents must be >= 1, got {args.agents}")
-    kwargs = dict(
-        device=args.device, seed=args.seed, maps=[args.map], num_worlds=1,
-        slots_per_world=args.agents + extra_slots, agents_per_world=(args.agents, args.agents),
-    )
+    kwargs = env_arguments(args, extra_slots)
     if args.ckpt:
         from pictura.eval.policies import load_checkpoint
 

@@ -49,3 +49,23 @@ def test_removal_probe_without_neighbours_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no probed ego has a road user within 0.5 m"):
         probe.main(["removal", "--policy", "constant:7", "--map", "procedural:seed=0", "--agents", "2",
                     "--resolution", "32x18", "--states", "1", "--radius", "0.5", "--json", str(tmp_path / "r.json")])
+
+
+def test_takeover_in_an_env_of_another_observation_layout_rewinds_to_the_same_world():
+    """A vectorized env built with the same arguments restores the perspective env's recorded
+    states, so a policy of either layout takes over the same situation (Alberti vs Vectorized)."""
+    from pictura.envs import DrivingEnv
+    from pictura.envs.observations import VectorizedObservationConfig
+    from pictura.eval import takeover
+    from pictura.eval.probes import ProbedPolicy
+    from pictura.render import CameraRig
+
+    kwargs = dict(seed=2, maps=["procedural:seed=0"], num_worlds=1, slots_per_world=7, agents_per_world=(6, 6))
+    pixels = DrivingEnv(rig=CameraRig(width=32, height=18), validate_actions=False, **kwargs)
+    sets = DrivingEnv(observation=VectorizedObservationConfig(variant="blind"), validate_actions=False, **kwargs)
+    driver = ProbedPolicy.baseline("constant:9")
+    rec = takeover.record(pixels, driver, 20)
+    case = takeover.Case(ego=int(rec.valid[5].nonzero()[0][0]), start=5, reveal=10, hidden=False)
+    a = takeover.take_over(pixels, rec, case, driver, "a", horizon=10)
+    b = takeover.take_over(sets, rec, case, driver, "b", horizon=10)
+    assert a == b and len(a) == 10
