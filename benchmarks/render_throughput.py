@@ -159,7 +159,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
     p.add_argument("--supersample", type=int, default=1, help="rays per pixel per axis")
     p.add_argument("--raster-order", choices=("tile", "row"), default="tile", help="raster thread order")
-    p.add_argument("--pixel-pairs", type=int, choices=(0, 1), default=0, help="two pixels per raster thread")
     p.add_argument("--gather", choices=("views", "parts"), default="views", help="pass-1 cull threads")
     p.add_argument("--profile", action="store_true", help="also time each kernel of one render call")
     p.add_argument("--resolutions", default=",".join(f"{w}x{h}" for w, h in RESOLUTIONS))
@@ -183,7 +182,6 @@ def main(argv: list[str] | None = None) -> None:
             chunk_size=chunk, supersample=args.supersample,
         )  # fmt: skip
         r._tile_major = int(args.raster_order == "tile")
-        r._pixel_pairs = args.pixel_pairs
         r._parallel_gather = int(args.gather == "parts")
         return r
 

@@ -75,10 +75,6 @@ class Renderer:
         self._cand_capacity = max(2 * self.list_capacity, 512)
         # Raster thread order: 1 = pixels grouped by 8x8 screen tile (coherent list walks).
         self._tile_major = 1
-        # Tile order with one ray per pixel: two pixels per raster thread (1, `raster_views_pair`,
-        # same bytes; ptxas: 128 registers with 164 bytes spilled, not yet measured on a GPU) or
-        # one (0).
-        self._pixel_pairs = 0
         # Pass 1 of the cull over (view, part) threads (1) or one thread per view (0). The H200
         # measured the per-view gather faster (9.5 ms vs 12.2 ms per 20,400-ego call at 96x54);
         # both build the same candidate buffer.
@@ -201,10 +197,6 @@ class Renderer:
             kernel, ss, order = kernels.raster_views, [], [int(self._tile_major)]
             if self.supersample > 1:
                 kernel, ss = kernels.raster_views_ss, [self.supersample]
-            elif self._tile_major and self._pixel_pairs:
-                # A warp per 8x8 tile, two pixels per thread (same bytes as raster_views).
-                kernel, order = kernels.raster_views_pair, []
-                px_per_view //= 2
             for base, count in self._launch_ranges(views, px_per_view):
                 wp.launch(
                     kernel,

@@ -97,14 +97,6 @@ def test_split_launches_and_raster_order_do_not_change_the_image(town):
     assert np.array_equal(odd_tiles.render_numpy(boxes, lights, requests), odd_rows.render_numpy(boxes, lights, requests))
 
 
-@pytest.mark.parametrize(("width", "height", "kw"), [(40, 20, {}), (37, 21, {}), (32, 18, {"antialias": False})])
-def test_two_pixels_per_thread_give_the_same_image(town, width, height, kw):
-    _, _, boxes, lights, requests = town
-    one, pairs = make(town, width=width, height=height, **kw), make(town, width=width, height=height, **kw)
-    one._pixel_pairs, pairs._pixel_pairs = 0, 1
-    assert np.array_equal(pairs.render_numpy(boxes, lights, requests), one.render_numpy(boxes, lights, requests))
-
-
 @pytest.mark.parametrize(
     ("width", "height", "kw"),
     [(96, 54, {}), (37, 21, {}), (40, 20, {"supersample": 2}), (40, 20, {"antialias": False})],
