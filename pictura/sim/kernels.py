@@ -95,6 +95,18 @@ _CONTROLLED = wp.constant(SLOT_CONTROLLED)
 _REPLAYED = wp.constant(SLOT_REPLAYED)
 
 
+@wp.func
+def clear_step_outputs(state: StateData, slot: int):
+    """Reward, its terms, events and dones of ``slot`` back to 0 (start of a step, `reset`)."""
+    state.reward[slot] = 0.0
+    for k in range(_NUM_TERMS):
+        state.reward_terms[slot, k] = 0.0
+    for k in range(_NUM_EVENTS):
+        state.events[slot, k] = 0
+    state.terminated[slot] = 0
+    state.truncated[slot] = 0
+
+
 @wp.kernel
 def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData, state_out: StateData):
     """Carry every per-slot field over and advance active agents by the bicycle model;
@@ -120,14 +132,7 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
         state_out.goal[slot, g] = state_in.goal[slot, g]
     for c in range(_COND_WIDTH):
         state_out.conditioning[slot, c] = state_in.conditioning[slot, c]
-    # per-step outputs start cleared
-    state_out.reward[slot] = 0.0
-    for k in range(_NUM_TERMS):
-        state_out.reward_terms[slot, k] = 0.0
-    for k in range(_NUM_EVENTS):
-        state_out.events[slot, k] = 0
-    state_out.terminated[slot] = 0
-    state_out.truncated[slot] = 0
+    clear_step_outputs(state_out, slot)  # per-step outputs start cleared
 
     pos = state_in.pos[slot]
     heading = state_in.heading[slot]
@@ -398,13 +403,7 @@ def reset_rows_kernel(model: ModelData, state_in: StateData, from_step: int, sta
                 if model.slot_mode[slot] != _REPLAYED:
                     state_out.truncated[slot] = 1
         else:
-            state_out.reward[slot] = 0.0
-            for k in range(_NUM_TERMS):
-                state_out.reward_terms[slot, k] = 0.0
-            for k in range(_NUM_EVENTS):
-                state_out.events[slot, k] = 0
-            state_out.terminated[slot] = 0
-            state_out.truncated[slot] = 0
+            clear_step_outputs(state_out, slot)
         if model.replay == 0:
             begin_row_reset(model, state_out, slot)
     elif tid < rows:

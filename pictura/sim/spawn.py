@@ -610,20 +610,28 @@ def clear_of_round(
 
 
 @wp.func
+def row_in_round(model: ModelData, state: StateData, row: int, spawn_round: int):
+    """Is ``row`` still placing in round ``spawn_round``: its world resets this step, it is a
+    drawn agent slot (or a parked row), and no earlier round accepted it."""
+    w = row_world(model, row)
+    if state.world_reset[w] == 0:
+        return False
+    if row < model.num_slots:
+        if row - model.world_slot_start[w] >= state.world_agent_count[w]:
+            return False
+    return state.spawn_placed_round[row] >= spawn_round
+
+
+@wp.func
 def spawn_conflict_part(
     model: ModelData, state: StateData, row: int, spawn_round: int, part: int, parts: int
 ):
     """Part ``part`` of ``parts`` of round ``spawn_round``'s acceptance test of ``row``: sets
     ``spawn_conflict[row]`` when the live proposal of a higher-ranked row among ranks ``part``,
     ``part + parts``, ... overlaps ``row``'s proposal (`spawn_round_row` then rejects it)."""
+    if not row_in_round(model, state, row, spawn_round):
+        return
     w = row_world(model, row)
-    if state.world_reset[w] == 0:
-        return
-    if row < model.num_slots:
-        if row - model.world_slot_start[w] >= state.world_agent_count[w]:
-            return
-    if state.spawn_placed_round[row] < spawn_round:
-        return
     cur = (spawn_round + 2) % 2
     motion = state.spawn_motion[cur, row]
     if motion[3] < 0.0:
@@ -684,14 +692,9 @@ def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: i
     """Round ``spawn_round`` of the overlap test for ``row`` (module docstring): accept its
     proposal if no higher-ranked proposal of the round overlaps it, else propose its next
     clear try for the next round (none on the last round: the row stays invalid)."""
+    if not row_in_round(model, state, row, spawn_round):
+        return
     w = row_world(model, row)
-    if state.world_reset[w] == 0:
-        return
-    if row < model.num_slots:
-        if row - model.world_slot_start[w] >= state.world_agent_count[w]:
-            return
-    if state.spawn_placed_round[row] < spawn_round:
-        return
     cur = (spawn_round + 2) % 2
     nxt = (spawn_round + 3) % 2
     accepted = bool(False)
