@@ -25,6 +25,8 @@ from pathlib import Path
 
 import torch
 import warp as wp
+from lightning.pytorch.callbacks import Callback
+from torch.profiler import ProfilerActivity, profile
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -118,6 +120,34 @@ def time_env_and_render(model, args: argparse.Namespace, device: torch.device) -
     return rows
 
 
+class IterationProfiler(Callback):
+    """torch.profiler around one PPO iteration (one training batch) inside the fit loop; writes
+    its top operators by device and by host time to ``path``."""
+
+    def __init__(self, iteration: int, path: str):
+        self.iteration, self.path, self.prof = iteration, path, None
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+        if batch_idx == self.iteration:
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+            self.prof = profile(activities=activities)
+            self.prof.__enter__()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        if self.prof is None:
+            return
+        sync(pl_module.device)
+        self.prof.__exit__(None, None, None)
+        events = self.prof.key_averages()
+        self.prof = None
+        by_device = "self_cuda_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
+        with open(self.path, "w") as f:
+            f.write(f"# PPO iteration {self.iteration}, top operators by {by_device}\n")
+            f.write(events.table(sort_by=by_device, row_limit=60, max_name_column_width=90))
+            f.write("\n# top operators by host time (cpu_time_total)\n")
+            f.write(events.table(sort_by="cpu_time_total", row_limit=40, max_name_column_width=90))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
@@ -136,6 +166,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--minibatch", type=int, default=None)
     parser.add_argument("--chunk", type=int, default=None)
     parser.add_argument("--compile", action="store_true", help="torch.compile the policy (model.compile_policy)")
+    parser.add_argument(
+        "--torch-profile", default=None, metavar="TXT",
+        help="profile the last PPO iteration with torch.profiler (its reported time then includes the "
+        "profiler's overhead) and write its top operators by device and by host time to TXT",
+    )
     args = parser.parse_args(argv)
     device = torch.device(args.device)
 
@@ -143,7 +178,10 @@ def main(argv: list[str] | None = None) -> None:
         configs = [arg for path in args.config for arg in ("-c", path)]
         argv_cli = ["fit", *configs, *overrides(args, root)]
         t0 = time.perf_counter()
-        cli = run_lightning_cli(argv_cli)
+        cli = run_lightning_cli(argv_cli, run=False)
+        if args.torch_profile:  # the last iteration; its timing then includes the profiler's overhead
+            cli.trainer.callbacks.append(IterationProfiler(args.iterations - 1, args.torch_profile))
+        cli.trainer.fit(cli.model)
         fit_seconds = time.perf_counter() - t0
         model, metrics = cli.model, cli.trainer.callback_metrics
         env = model.env

@@ -92,5 +92,6 @@ def run_lightning_cli(argv: list[str] | None = None, run: bool = True) -> Pictur
         parser_kwargs={"parser_mode": "omegaconf+"},
         save_config_kwargs={"overwrite": True},
         args=args,
+        run=run,
         auto_configure_optimizers=False,
     )

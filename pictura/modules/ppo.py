@@ -38,6 +38,9 @@ from torchrl.envs import EnvBase
 
 from pictura.modules.gae import AdvantageFilter, generalized_advantage
 
+SHAPE_BUCKET_ROWS = 1024
+"""Policy batches of variable size are padded to a multiple of this many rows on the GPU."""
+
 EnvFactory = Callable[[str, int], EnvBase]
 """``env(device, seed) -> EnvBase``; in a config: ``class_path`` + ``init_args`` of the env,
 without ``device`` and ``seed`` (PPO fills them in `setup`)."""
@@ -112,6 +115,22 @@ def sample_action(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     action = (logits.float() - torch.log(-torch.log(uniform))).argmax(-1)
     logprob = F.log_softmax(logits.float(), dim=-1).gather(-1, action.unsqueeze(-1)).squeeze(-1)
     return action, logprob
+
+
+def pad_to_bucket(index: torch.Tensor, bucket: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``index`` (N,) padded to a multiple of ``bucket`` rows by repeating its first entry, and
+    the (padded N,) bool mask of its real rows.
+
+    Policy batches of a handful of recurring sizes instead of one new size per minibatch and
+    rollout: cuDNN autotuning (``trainer.benchmark``) and torch.compile treat every new batch
+    size as new work. Padded rows are masked out of every loss.
+    """
+    n = index.numel()
+    size = -(-n // bucket) * bucket
+    real = torch.arange(size, device=index.device) < n
+    if size == n:
+        return index, real
+    return torch.cat([index, index[:1].expand(size - n)]), real
 
 
 class _Iterations(IterableDataset):
@@ -245,6 +264,7 @@ class PPO(LightningModule):
         # per-rank sizes; `setup` divides them by the number of ranks
         self.minibatch_local = minibatch_size
         self.chunk_local = min(chunk_size or minibatch_size, minibatch_size)
+        self.batch_bucket = 1
 
     # ---- construction ----------------------------------------------------------------------
     def setup(self, stage: str) -> None:
@@ -282,6 +302,8 @@ class PPO(LightningModule):
             rank_zero_info(self.policy.summary())
         self.minibatch_local = self.hparams.minibatch_size // world_size
         self.chunk_local = min(self.hparams.chunk_size or self.minibatch_local, self.minibatch_local)
+        # On the GPU, pad the variable-size policy batches to a few recurring sizes (pad_to_bucket).
+        self.batch_bucket = min(SHAPE_BUCKET_ROWS, self.chunk_local) if device.type == "cuda" else 1
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Refuse a checkpoint from an incompatible config with an error naming what differs
@@ -441,8 +463,9 @@ class PPO(LightningModule):
         cut = (buf["truncated"] & buf["valid"] & ~buf["terminated"]).reshape(-1)
         index = cut.nonzero().squeeze(-1)  # one host sync per rollout
         for piece in torch.split(index, self.chunk_local) if index.numel() else ():
-            obs = self.env.observation_from_record(final, piece // S, piece % S)
-            values.view(-1)[piece] = self.policy_forward(obs)[1].float()
+            padded, _ = pad_to_bucket(piece, self.batch_bucket)
+            obs = self.env.observation_from_record(final, padded // S, padded % S)
+            values.view(-1)[piece] = self.policy_forward(obs)[1].float()[: piece.numel()]
         return values
 
     def advantages(self, buf: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -504,7 +527,8 @@ class PPO(LightningModule):
                     continue
                 mb_adv = normalize_advantage(flat_adv[mb])
                 optimizer.zero_grad(set_to_none=True)
-                for piece in torch.split(torch.arange(mb.numel(), device=mb.device), self.chunk_local):
+                for real_piece in torch.split(torch.arange(mb.numel(), device=mb.device), self.chunk_local):
+                    piece, real = pad_to_bucket(real_piece, self.batch_bucket)
                     idx = mb[piece]
                     clock.start("update_render")
                     obs = self.minibatch_observation(buf, idx // S, idx % S)
@@ -513,12 +537,12 @@ class PPO(LightningModule):
                     logits, value = self.policy_forward(obs)
                     losses = ppo_loss(
                         logits, value, flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx],
-                        torch.ones_like(idx, dtype=torch.bool), h.clip_coef, h.vf_coef, h.ent_coef,
+                        real, h.clip_coef, h.vf_coef, h.ent_coef,
                     )
                     # pieces are weighted by size so the accumulated gradient is the minibatch mean
-                    self.manual_backward(losses["total"] * (idx.numel() / max(mb.numel(), 1)))
+                    self.manual_backward(losses["total"] * (real_piece.numel() / max(mb.numel(), 1)))
                     for k, v in losses.items():
-                        sums[k] = sums.get(k, 0) + v.detach() * idx.numel()
+                        sums[k] = sums.get(k, 0) + v.detach() * real_piece.numel()
                     clock.stop("update_optim")
                 clock.start("update_optim")
                 self.clip_gradients(optimizer, gradient_clip_val=h.max_grad_norm, gradient_clip_algorithm="norm")
@@ -561,16 +585,19 @@ class PPO(LightningModule):
         metrics["train/valid_fraction"] = valid.float().mean()
         metrics["train/learning_rate"] = torch.tensor(learning_rate)
         metrics["train/iteration"] = self.iteration.float()
-        collected = valid.sum()
-        if self.trainer.world_size > 1:
-            collected = self.trainer.strategy.reduce(collected, reduce_op="sum")
-        self.trained_agent_steps += collected.to(self.trained_agent_steps)
-        metrics["train/agent_steps"] = self.trained_agent_steps.float()  # including this iteration
-        # Throughput counts agent-steps of valid (active) agents only, summed over ranks.
         seconds = clock.seconds()
         if "rollout_render" in seconds and "rollout_env" in seconds:
             seconds["rollout_env"] -= seconds["rollout_render"]  # the env span contains the render
         seconds["other"] = max(wall_s - sum(seconds.values()), 0.0)
+        seconds["wall"] = wall_s
+        collected = valid.sum()
+        if self.trainer.world_size > 1:
+            collected = self.trainer.strategy.reduce(collected, reduce_op="sum")
+            metrics, seconds = self.mean_over_ranks(metrics, seconds)
+        wall_s = seconds.pop("wall")
+        self.trained_agent_steps += collected.to(self.trained_agent_steps)
+        metrics["train/agent_steps"] = self.trained_agent_steps.float()  # including this iteration
+        # Throughput counts agent-steps of valid (active) agents only, summed over ranks.
         agent_steps = float(collected)
         metrics["perf/agent_steps_per_s"] = torch.tensor(agent_steps / max(wall_s, 1e-9))
         for phase, s in seconds.items():
@@ -580,3 +607,15 @@ class PPO(LightningModule):
         self.log_dict(metrics, on_step=True, on_epoch=False, sync_dist=False)
         self.log("agent_steps_per_s", metrics["perf/agent_steps_per_s"], prog_bar=True, logger=False)
         self.log("iteration", metrics["train/iteration"], prog_bar=True, logger=False)
+
+    def mean_over_ranks(
+        self, metrics: dict[str, torch.Tensor], seconds: dict[str, float]
+    ) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+        """Every per-rank scalar and phase time averaged over the DDP ranks, in one collective."""
+        names = list(metrics)
+        values = [torch.as_tensor(metrics[k], dtype=torch.float32).to(self.device).reshape(()) for k in names]
+        values += [torch.tensor(s, dtype=torch.float32, device=self.device) for s in seconds.values()]
+        mean = self.trainer.strategy.reduce(torch.stack(values), reduce_op="mean").tolist()
+        split = len(names)
+        metrics = dict(zip(names, map(torch.tensor, mean[:split]), strict=True))
+        return metrics, dict(zip(seconds, mean[split:], strict=True))

@@ -198,3 +198,46 @@ def test_policy_forward_returns_the_compiled_module_without_testing_its_truth():
     compiled = NoTruth()
     object.__setattr__(model, "_compiled_policy", compiled)
     assert model.policy_forward is compiled
+
+
+def test_mean_over_ranks_averages_every_logged_scalar_and_phase_time():
+    """Two ranks' metrics through a stand-in collective: each value is the plain mean."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    rank0 = {"train/reward/total": torch.tensor(-0.5), "train/loss/value": torch.tensor(2.0)}
+    rank1 = {"train/reward/total": torch.tensor(-0.1), "train/loss/value": torch.tensor(4.0)}
+    seconds0, seconds1 = {"rollout_env": 1.0, "wall": 10.0}, {"rollout_env": 3.0, "wall": 12.0}
+    other = torch.tensor([*(float(v) for v in rank1.values()), *seconds1.values()])
+
+    def reduce(tensor, reduce_op):
+        assert reduce_op == "mean"
+        return (tensor + other) / 2
+
+    model = _attach(_module(), world_size=2)
+    model._trainer.strategy = SimpleNamespace(reduce=reduce)
+    metrics, seconds = model.mean_over_ranks(rank0, seconds0)
+    assert metrics["train/reward/total"].item() == pytest.approx(-0.3)
+    assert metrics["train/loss/value"].item() == pytest.approx(3.0)
+    assert seconds == pytest.approx({"rollout_env": 2.0, "wall": 11.0})
+
+
+def test_padded_piece_gives_the_unpadded_loss():
+    """pad_to_bucket repeats the first row and masks the padding out of every loss term."""
+    from pictura.modules.ppo import pad_to_bucket, ppo_loss
+
+    torch.manual_seed(0)
+    index = torch.tensor([5, 2, 9, 7, 1])
+    padded, real = pad_to_bucket(index, 4)
+    assert padded.tolist() == [5, 2, 9, 7, 1, 5, 5, 5]
+    assert real.tolist() == [True] * 5 + [False] * 3
+    assert pad_to_bucket(index, 5)[0] is index
+    logits, value = torch.randn(10, 12), torch.randn(10)
+    action, logp = torch.randint(0, 12, (10,)), torch.randn(10) - 2
+    adv, ret = torch.randn(10), torch.randn(10)
+    plain = ppo_loss(logits[index], value[index], action[index], logp[index], adv[index], ret[index],
+                     torch.ones(5, dtype=torch.bool))
+    pad = ppo_loss(logits[padded], value[padded], action[padded], logp[padded], adv[padded], ret[padded], real)
+    for key, v in plain.items():
+        assert torch.allclose(v, pad[key], atol=1e-6), key
