@@ -9,6 +9,8 @@
 #   indomain          the paper-size in-domain protocol for the vectorized checkpoint, timed
 #   table1            the three checkpoints side by side on a reduced in-domain protocol
 #   probes            removal (>= 1,000 removals) and takeover (>= 100 cases) on the Alberti checkpoint
+#   precision         Alberti for [minutes] in fp32, then in bf16-mixed (same seed, compiled, no
+#                     evaluation sweeps): training scalars side by side in precision.png
 # ${PRECISION:-bf16-mixed}, ${COMPILE:-true} and ${MAPS_OVERLAY:-} ("-c configs/procedural.yaml") apply to training.
 # ${EVAL_DEVICE:-cuda}, ${TABLE1_SCENARIOS:-32}, ${TABLE1_STEPS:-1000}, ${PROBE_MAP:-carla:Town10HD} for the rest.
 set -uo pipefail
@@ -48,13 +50,27 @@ curve() {  # name config
 }
 
 case "$part" in
+    precision)
+        for prec in 32 bf16-mixed; do
+            started=$SECONDS
+            python3 -m pictura fit -c configs/alberti.yaml --trainer.precision="$prec" \
+                --model.init_args.compile_policy="${COMPILE:-true}" --trainer.callbacks=[] \
+                --trainer.max_time="00:00:$(printf %02d "$minutes"):00" --trainer.enable_progress_bar=false \
+                --trainer.default_root_dir="$runs" --trainer.logger.init_args.save_dir="$runs" \
+                --trainer.logger.init_args.name="precision_$prec" > "$out/precision_$prec.log" 2>&1
+            echo "== precision $prec: exit $? after $((SECONDS - started)) s"
+            cp "$(ls -d "$runs/precision_$prec"/version_* | tail -1)"/events.out.tfevents.* "$out/precision_$prec.tfevents"
+        done
+        python3 -m pictura curves --training "fp32=$out/precision_32.tfevents" \
+            "bf16-mixed=$out/precision_bf16-mixed.tfevents" --out "$out/precision.png"
+        ;;
     curve_alberti) curve alberti configs/alberti.yaml ;;
     curve_vectorized) curve vectorized configs/vectorized.yaml ;;
     curve_blind) curve vectorized_blind configs/vectorized_blind.yaml ;;
     indomain)
         started=$SECONDS
         python3 -m pictura evaluate --protocol in-domain --device "${EVAL_DEVICE:-cuda}" --ckpt "vectorized=$out/vectorized.ckpt" \
-            --scenarios 200 --steps 3000 --densities 60 120 150 --no-progress \
+            --scenarios 200 --steps 3000 --densities 60 120 150 --worlds-per-batch 200 --no-progress \
             --json "$out/indomain_vectorized.json" --png "$out/indomain_vectorized.png" > "$out/indomain.log" 2>&1
         echo "== indomain: exit $? after $((SECONDS - started)) s (200 scenarios x 3000 steps x 3 densities)"
         tail -8 "$out/indomain.log"
@@ -64,6 +80,7 @@ case "$part" in
         python3 -m pictura evaluate --protocol in-domain --device "${EVAL_DEVICE:-cuda}" \
             --ckpt "vectorized=$out/vectorized.ckpt" --ckpt "vectorized-blind=$out/vectorized_blind.ckpt" \
             --ckpt "alberti=$out/alberti.ckpt" --scenarios "${TABLE1_SCENARIOS:-32}" --steps "${TABLE1_STEPS:-1000}" \
+            --worlds-per-batch "${TABLE1_SCENARIOS:-32}" \
             --densities 60 120 150 --no-progress --json "$out/table1.json" --png "$out/table1.png" > "$out/table1.log" 2>&1
         echo "== table1: exit $? after $((SECONDS - started)) s"
         tail -12 "$out/table1.log"

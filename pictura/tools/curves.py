@@ -2,12 +2,17 @@
 
     python -m pictura curves alberti=runs/alberti/version_0 vectorized=runs/vectorized/version_0 \\
         --out docs/img/learning_curves.png
+    python -m pictura curves --training fp32=runs/fp32/version_0 bf16=runs/bf16/version_0 --out train.png
 
 Each run folder holds ``eval/density_sweep.jsonl`` (one line per `pictura.callbacks.DensitySweep`
 evaluation: iteration, agent-steps trained, a summary per density). The plot has one panel per
 metric (goals reached, at-fault collisions, off-road, red-light runs; per 100 km / per episode as
 in Table 1), the mean over densities against agent-steps trained, one line per run. A Markdown
 table of the first and last evaluation of every run is printed.
+
+``--training`` plots the training scalars of the runs' TensorBoard event files instead
+(`TRAINING_SCALARS`: mean reward per agent-step, entropy, off-road and goal events per agent-step)
+against ``train/agent_steps``, e.g. to compare two precisions side by side.
 """
 
 from __future__ import annotations
@@ -19,6 +24,61 @@ from pathlib import Path
 
 CURVE_METRICS = ("goals", "at_fault_collision", "offroad", "red_light")
 """Panels, in order: what a rising curve means is more goals and fewer infractions."""
+
+
+TRAINING_SCALARS = (
+    "train/reward/total",
+    "train/loss/entropy",
+    "train/event/offroad_per_agent_step",
+    "train/event/goal_per_agent_step",
+)
+"""Panels of ``--training``, logged by `pictura.modules.PPO` once per iteration."""
+
+
+def read_training_scalars(path: str | Path) -> dict[str, list[tuple[float, float]]]:
+    """``{tag: [(agent-steps trained, value), ...]}`` of `TRAINING_SCALARS` from a run folder's
+    (or one file's) TensorBoard events, in iteration order."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(path.glob("events.out.tfevents.*"))
+    if not files:
+        raise FileNotFoundError(f"{path}: no TensorBoard event files (events.out.tfevents.*)")
+    by_step: dict[str, dict[int, float]] = {}
+    for file in files:
+        events = EventAccumulator(str(file), size_guidance={"scalars": 0})
+        events.Reload()
+        for tag in set(events.Tags()["scalars"]) & {"train/agent_steps", *TRAINING_SCALARS}:
+            by_step.setdefault(tag, {}).update({e.step: e.value for e in events.Scalars(tag)})
+    if "train/agent_steps" not in by_step:
+        raise ValueError(f"{path}: no train/agent_steps scalar (not a pictura PPO run?)")
+    steps = by_step.pop("train/agent_steps")
+    return {
+        tag: [(steps[k], v) for k, v in sorted(values.items()) if k in steps] for tag, values in by_step.items()
+    }
+
+
+def plot_training(runs: dict[str, dict[str, list[tuple[float, float]]]], path: str | Path):
+    """One panel per `TRAINING_SCALARS` entry against agent-steps trained, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(TRAINING_SCALARS), figsize=(3.4 * len(TRAINING_SCALARS), 2.9))
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.86, wspace=0.38)
+    for ax, tag in zip(axes, TRAINING_SCALARS, strict=True):
+        for name, scalars in runs.items():
+            points = scalars.get(tag, [])
+            ax.plot([x / 1e6 for x, _ in points], [y for _, y in points], marker=".", label=name)
+        ax.set_title(tag.removeprefix("train/"), fontsize=9)
+        ax.set_xlabel("agent-steps trained (M)", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("training scalars (one point per PPO iteration)", fontsize=9)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    return fig
 
 
 def read_sweeps(path: str | Path) -> list[dict]:
@@ -106,21 +166,31 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m pictura curves", description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", metavar="[NAME=]RUN", help="run folder (or its density_sweep.jsonl)")
     p.add_argument("--out", required=True, help="PNG to write")
+    p.add_argument("--training", action="store_true", help="plot the training scalars of the runs' TensorBoard logs")
     args = p.parse_args(argv)
-    runs: dict[str, list[dict]] = {}
+    read = read_training_scalars if args.training else read_sweeps
+    runs: dict = {}
     for spec in args.runs:
         name, _, path = spec.rpartition("=")
         name = name or Path(path).name
         if name in runs:
             p.error(f"two runs named {name!r}: give them NAME=RUN labels")
         try:
-            runs[name] = read_sweeps(path)
+            runs[name] = read(path)
         except (FileNotFoundError, ValueError) as err:
             p.error(str(err))
     import matplotlib.pyplot as plt
 
-    plt.close(plot_curves(runs, args.out))
-    print(curve_table(runs))
+    if args.training:
+        plt.close(plot_training(runs, args.out))
+        for name, scalars in runs.items():
+            reward = scalars.get("train/reward/total", [])
+            if reward:
+                print(f"{name}: reward per agent-step {reward[0][1]:.4f} -> {reward[-1][1]:.4f} "
+                      f"over {_count(int(reward[-1][0]))} agent-steps ({len(reward)} iterations)")
+    else:
+        plt.close(plot_curves(runs, args.out))
+        print(curve_table(runs))
     print(f"wrote {args.out}")
 
 

@@ -53,3 +53,26 @@ def test_bad_input_names_the_file(tmp_path):
     (run / "eval" / "density_sweep.jsonl").write_text('{"iteration": 1}\n')
     with pytest.raises(ValueError, match=r"density_sweep.jsonl:1"):
         curves.read_sweeps(run)
+
+
+def test_training_scalars_from_tensorboard_events(tmp_path, capsys):
+    """--training reads what a TensorBoard writer logged, keyed by train/agent_steps."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from pictura.tools.curves import main, read_training_scalars
+
+    run = tmp_path / "fp32"
+    writer = SummaryWriter(str(run))
+    for it, (steps, reward) in enumerate([(1000, -0.05), (2000, -0.04), (3000, -0.02)]):
+        writer.add_scalar("train/agent_steps", steps, it)
+        writer.add_scalar("train/reward/total", reward, it)
+        writer.add_scalar("train/loss/entropy", 2.4 - 0.1 * it, it)
+    writer.close()
+    scalars = read_training_scalars(run)
+    assert [x for x, _ in scalars["train/reward/total"]] == [1000, 2000, 3000]
+    assert [round(y, 6) for _, y in scalars["train/reward/total"]] == [-0.05, -0.04, -0.02]
+    main(["--training", f"fp32={run}", "--out", str(tmp_path / "t.png")])
+    assert "-0.0500 -> -0.0200 over 3.0 K agent-steps (3 iterations)" in capsys.readouterr().out
+    assert (tmp_path / "t.png").stat().st_size > 0
+    with pytest.raises(FileNotFoundError, match="no TensorBoard event files"):
+        read_training_scalars(tmp_path / "missing")
