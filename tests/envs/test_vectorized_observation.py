@@ -309,9 +309,10 @@ def window_candidates(road_map: RoadMap, segment_rows, box: np.ndarray, slot: in
     return out
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("caps", [(16, 80, 80, 10), (5, 33, 17, 3)])
 @pytest.mark.parametrize("lattice", [True, False], ids=["lattice-heading0", "anywhere-rotated"])
-def test_more_candidates_than_capacity_match_numpy_reference(caps, lattice):
+def test_more_candidates_than_capacity_match_numpy_reference(caps, lattice, device):
     """Every set overflows its capacity: the kept members, their order (ties by id) and values
     match the reference. Off the lattice, float32 and float64 may order near-equal distances
     differently, so only slots whose candidates are all 1 mm apart (or exactly equal: duplicated
@@ -326,8 +327,8 @@ def test_more_candidates_than_capacity_match_numpy_reference(caps, lattice):
     box = boxes([(x, y, h) for (x, y), h in zip(xy, heading, strict=True)], 64)
     light = torch.tensor([LIGHT_RED, LIGHT_YELLOW, LIGHT_GREEN, LIGHT_OFF], dtype=torch.int32)
     speed = torch.linspace(-2.0, 20.0, 64)
-    obs = VectorizedObservation([road_map], lay, "cpu", "privileged", *caps)
-    got = obs.build(box, light, speed)
+    obs = VectorizedObservation([road_map], lay, device, "privileged", *caps)
+    got = {k: v.cpu() for k, v in obs.build(box.to(device), light.to(device), speed.to(device)).items()}
     want = reference(road_map, lay, box, light, speed, True, caps)
 
     probed, overflowing = [], dict.fromkeys(("partners", "lanes", "boundaries", "traffic"), 0)
