@@ -301,9 +301,9 @@ def cell_may_hold(
 ):
     """Whether cell (ix, iy) may hold a midpoint that is in the window and within ``reach`` of the
     agent. Conservative (a cell is ruled out only when its whole square, widened by
-    `_CELL_SLACK` for rounding, lies outside), so skipping the others changes no result."""
+    `CELL_SLACK_M` for rounding, lies outside), so skipping the others changes no result."""
     centre = to_ego(g0 + wp.vec2((float(ix) + 0.5) * cell, (float(iy) + 0.5) * cell), origin, c, s)
-    r = 0.7072 * cell + _CELL_SLACK  # half the cell's diagonal, and some
+    r = 0.7072 * cell + _CELL_SLACK  # half the cell's diagonal (rounded up), plus the slack
     return (
         centre[0] >= -_W_BEHIND - r
         and centre[0] <= _W_AHEAD + r
