@@ -28,10 +28,12 @@ Map geometry enters as pieces: every lane chunk, road-edge polyline and (chained
 cut into equal arc-length pieces of at most 10 m (the maps' native chunk size; 5 m for WOMD via
 ``subdivide_long_segments``), each kept as its chord: one midpoint, half-length and direction.
 
-One Warp thread per request writes all four sets. Map pieces are binned by midpoint into a
+One Warp thread per (set, request) writes that set. Map pieces are binned by midpoint into a
 per-map uniform grid, so a request visits only the cells under its window and every segment at
-most once; each set is kept as a bounded nearest-first insertion list in a per-request scratch
-row.
+most once. Partners are kept as a bounded nearest-first insertion list; the segment sets, whose
+candidates often outnumber the capacity several times, are selected in two passes (count by
+distance bin, then sort only the kept ones within their bin: `gather_segments`). Scratch is laid
+out [entry, request] so the threads of a warp touch neighbouring addresses.
 """
 
 # ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0)
@@ -77,6 +79,11 @@ OBS_GRID_CELL_M = 16.0
 """Cell of the observation grid (m): the window spans ~17 x 17 cells."""
 MIN_SEGMENT_M = 1e-4
 """Polylines shorter than this (m) have no direction and are not packed."""
+DISTANCE_BINS = 64
+"""Distance bins (over 0 .. the window's farthest corner, ~3.2 m each) of the segment sets'
+selection; see `gather_segments`."""
+CELL_SLACK_M = 1.0
+"""Margin (m) of the conservative cell tests: covers float rounding, never changes a result."""
 
 ENTITY_SETS = ("partners", "lanes", "boundaries", "traffic")
 """Entity sets, each with ``<name>_mask``; ``partners_aux`` shares ``partners_mask``."""
@@ -90,6 +97,13 @@ _SPEED = wp.constant(SPEED_SCALE_MPS)
 _LEN = wp.constant(LENGTH_SCALE_M)
 _WID = wp.constant(WIDTH_SCALE_M)
 _LIGHT_OFF = wp.constant(LIGHT_OFF)
+_BINS = wp.constant(DISTANCE_BINS)
+_BIN_SCALE = wp.constant(DISTANCE_BINS / math.hypot(WINDOW_AHEAD_M, WINDOW_LATERAL_M))
+_CELL_SLACK = wp.constant(CELL_SLACK_M)
+_FAR = wp.constant(1.0e30)
+"""A reach that rules out no cell."""
+_NO_ITEM = wp.constant(2**31 - 1)
+"""Id of an empty scratch entry (its distance is +inf): sorts after every real entry."""
 
 
 @dataclasses.dataclass
@@ -214,51 +228,54 @@ def to_ego(p: wp.vec2, origin: wp.vec2, c: float, s: float):
 
 
 @wp.func
-def nearest_insert(
-    row: int, capacity: int, count: int, dist: float, item: int,
-    scratch_dist: wp.array2d(dtype=float), scratch_item: wp.array2d(dtype=wp.int32),
-):
-    """Insert (dist, item) into the row's list sorted by (dist, item), keeping ``capacity``.
-
-    Returns the new count."""
-    n = count
-    if n == capacity:
-        last_d = scratch_dist[row, n - 1]
-        last_i = scratch_item[row, n - 1]
-        if dist > last_d or (dist == last_d and item > last_i):
-            return n
-        n = n - 1  # the last entry falls off
-    j = n
-    while j > 0:
-        pd = scratch_dist[row, j - 1]
-        pi = scratch_item[row, j - 1]
-        if pd < dist or (pd == dist and pi < item):
-            break
-        scratch_dist[row, j] = pd
-        scratch_item[row, j] = pi
-        j -= 1
-    scratch_dist[row, j] = dist
-    scratch_item[row, j] = item
-    return n + 1
+def nearer(dist_a: float, item_a: int, dist_b: float, item_b: int):
+    """Whether (dist_a, item_a) sorts before (dist_b, item_b): nearest first, ties by id."""
+    return dist_a < dist_b or (dist_a == dist_b and item_a < item_b)
 
 
 @wp.func
-def gather_segments(
-    origin: wp.vec2, c: float, s: float, m: int, row: int, capacity: int,
-    seg_a: wp.array(dtype=wp.vec2), seg_b: wp.array(dtype=wp.vec2),
-    map_data: VectorMapData,
-    cell_offsets: wp.array(dtype=wp.int32), cell_items: wp.array(dtype=wp.int32),
+def clear_run(
+    col: int, lo: int, hi: int, scratch_dist: wp.array2d(dtype=float), scratch_item: wp.array2d(dtype=wp.int32)
+):
+    """Fill scratch rows [lo, hi) of column ``col`` with empty entries, which sort after every real one."""
+    for j in range(lo, hi):
+        scratch_dist[j, col] = wp.inf
+        scratch_item[j, col] = _NO_ITEM
+
+
+@wp.func
+def insert_nearest(
+    col: int, lo: int, hi: int, dist: float, item: int,
     scratch_dist: wp.array2d(dtype=float), scratch_item: wp.array2d(dtype=wp.int32),
 ):
-    """Nearest-first ids of the segments of map ``m`` whose midpoint is in the window."""
-    count = int(0)
-    if capacity == 0:
-        return count
-    g0 = map_data.map_grid_origin[m]
-    cell = map_data.map_grid_cell[m]
-    nx = map_data.map_grid_nx[m]
-    ny = map_data.map_grid_ny[m]
-    # Axis-aligned world box around the rotated window.
+    """Insert (dist, item) into the sorted run [lo, hi) of scratch column ``col`` (empty entries
+    at its end, see `clear_run`); when the run is full its last entry falls off, and an item
+    that sorts after every entry is dropped."""
+    if nearer(dist, item, scratch_dist[hi - 1, col], scratch_item[hi - 1, col]):
+        j = hi - 1
+        while j > lo:
+            prev_dist = scratch_dist[j - 1, col]
+            prev_item = scratch_item[j - 1, col]
+            if nearer(prev_dist, prev_item, dist, item):
+                break
+            scratch_dist[j, col] = prev_dist
+            scratch_item[j, col] = prev_item
+            j -= 1
+        scratch_dist[j, col] = dist
+        scratch_item[j, col] = item
+
+
+@wp.func
+def distance_bin(dist: float):
+    """Distance bin of an in-window distance (monotone in ``dist``, so bin order never
+    contradicts distance order)."""
+    return wp.min(int(dist * _BIN_SCALE), _BINS - 1)
+
+
+@wp.func
+def cell_range(origin: wp.vec2, c: float, s: float, reach: float, g0: wp.vec2, cell: float, nx: int, ny: int):
+    """Cells (ix0, ix1, iy0, iy1) under the axis-aligned world box of the window, cut to the box
+    of the disk of radius ``reach`` around the agent."""
     lo = wp.vec2(1.0e30, 1.0e30)
     hi = wp.vec2(-1.0e30, -1.0e30)
     for k in range(4):
@@ -267,20 +284,120 @@ def gather_segments(
         w = origin + wp.vec2(c * lx - s * ly, s * lx + c * ly)
         lo = wp.min(lo, w)
         hi = wp.max(hi, w)
+    lo = wp.max(lo, origin - wp.vec2(reach, reach))
+    hi = wp.min(hi, origin + wp.vec2(reach, reach))
     # Clamp both ends into the grid: bin_segments clamps midpoints off the grid to border cells.
-    ix0 = wp.clamp(int(wp.floor((lo[0] - g0[0]) / cell)), 0, nx - 1)
-    ix1 = wp.clamp(int(wp.floor((hi[0] - g0[0]) / cell)), 0, nx - 1)
-    iy0 = wp.clamp(int(wp.floor((lo[1] - g0[1]) / cell)), 0, ny - 1)
-    iy1 = wp.clamp(int(wp.floor((hi[1] - g0[1]) / cell)), 0, ny - 1)
+    return wp.vec4i(
+        wp.clamp(int(wp.floor((lo[0] - g0[0]) / cell)), 0, nx - 1),
+        wp.clamp(int(wp.floor((hi[0] - g0[0]) / cell)), 0, nx - 1),
+        wp.clamp(int(wp.floor((lo[1] - g0[1]) / cell)), 0, ny - 1),
+        wp.clamp(int(wp.floor((hi[1] - g0[1]) / cell)), 0, ny - 1),
+    )
+
+
+@wp.func
+def cell_may_hold(
+    ix: int, iy: int, g0: wp.vec2, cell: float, origin: wp.vec2, c: float, s: float, reach: float
+):
+    """Whether cell (ix, iy) may hold a midpoint that is in the window and within ``reach`` of the
+    agent. Conservative (a cell is ruled out only when its whole square, widened by
+    `CELL_SLACK_M` for rounding, lies outside), so skipping the others changes no result."""
+    centre = to_ego(g0 + wp.vec2((float(ix) + 0.5) * cell, (float(iy) + 0.5) * cell), origin, c, s)
+    r = 0.7072 * cell + _CELL_SLACK  # half the cell's diagonal (rounded up), plus the slack
+    return (
+        centre[0] >= -_W_BEHIND - r
+        and centre[0] <= _W_AHEAD + r
+        and wp.abs(centre[1]) <= _W_LAT + r
+        and wp.length(centre) <= reach + r
+    )
+
+
+@wp.func
+def scan_segments(
+    placing: int, origin: wp.vec2, c: float, s: float, m: int, col: int, base: int,
+    count: int, cut: int, reach: float,
+    seg_a: wp.array(dtype=wp.vec2), seg_b: wp.array(dtype=wp.vec2),
+    map_data: VectorMapData,
+    cell_offsets: wp.array(dtype=wp.int32), cell_items: wp.array(dtype=wp.int32),
+    bins: wp.array2d(dtype=wp.int32), bin_base: int,
+    scratch_dist: wp.array2d(dtype=float), scratch_item: wp.array2d(dtype=wp.int32),
+):
+    """One pass over the segments of map ``m`` whose midpoint is in the window (every segment at
+    most once). Counting pass (``placing`` 0): adds each to the count of its distance bin and
+    returns how many there are. Placing pass: inserts each of bin <= ``cut`` into its bin's run
+    of the scratch column (bins hold their run starts by then; the cut bin's run ends at
+    ``count``); returns 0."""
+    g0 = map_data.map_grid_origin[m]
+    cell = map_data.map_grid_cell[m]
+    nx = map_data.map_grid_nx[m]
+    cells = cell_range(origin, c, s, reach, g0, cell, nx, map_data.map_grid_ny[m])
     c0 = map_data.map_cell_start[m]
-    for iy in range(iy0, iy1 + 1):
-        for ix in range(ix0, ix1 + 1):
-            cid = c0 + iy * nx + ix
-            for k in range(cell_offsets[cid], cell_offsets[cid + 1]):
-                i = cell_items[k]
-                mid = to_ego(0.5 * (seg_a[i] + seg_b[i]), origin, c, s)
-                if in_window(mid):
-                    count = nearest_insert(row, capacity, count, wp.length(mid), i, scratch_dist, scratch_item)
+    total = int(0)
+    for iy in range(cells[2], cells[3] + 1):
+        for ix in range(cells[0], cells[1] + 1):
+            if cell_may_hold(ix, iy, g0, cell, origin, c, s, reach):
+                cid = c0 + iy * nx + ix
+                for k in range(cell_offsets[cid], cell_offsets[cid + 1]):
+                    i = cell_items[k]
+                    mid = to_ego(0.5 * (seg_a[i] + seg_b[i]), origin, c, s)
+                    if in_window(mid):
+                        dist = wp.length(mid)
+                        b = distance_bin(dist)
+                        if placing == 0:
+                            bins[bin_base + b, col] = bins[bin_base + b, col] + 1
+                            total += 1
+                        elif b <= cut:
+                            end = count
+                            if b < cut:
+                                end = bins[bin_base + b + 1, col]
+                            lo = base + bins[bin_base + b, col]
+                            insert_nearest(col, lo, base + end, dist, i, scratch_dist, scratch_item)
+    return total
+
+
+@wp.func
+def gather_segments(
+    origin: wp.vec2, c: float, s: float, m: int, col: int, base: int, capacity: int,
+    seg_a: wp.array(dtype=wp.vec2), seg_b: wp.array(dtype=wp.vec2),
+    map_data: VectorMapData,
+    cell_offsets: wp.array(dtype=wp.int32), cell_items: wp.array(dtype=wp.int32),
+    bins: wp.array2d(dtype=wp.int32), bin_base: int,
+    scratch_dist: wp.array2d(dtype=float), scratch_item: wp.array2d(dtype=wp.int32),
+):
+    """The ``capacity`` nearest segments of map ``m`` with the midpoint in the window, sorted by
+    (distance, id) into scratch rows ``base ...`` of column ``col``; returns how many.
+
+    A counting pass bins the candidates by distance; the first bin at which the running count
+    reaches ``capacity`` is the cut: nearer bins are kept whole, the cut bin keeps its nearest
+    few, farther bins nothing. The placing pass then visits only cells within the cut bin's
+    reach and sorts each kept segment within its own bin's run, so no insertion shifts more
+    than one bin's entries."""
+    if capacity == 0:
+        return int(0)
+    for b in range(_BINS):
+        bins[bin_base + b, col] = 0
+    total = scan_segments(
+        0, origin, c, s, m, col, base, 0, 0, _FAR, seg_a, seg_b, map_data,
+        cell_offsets, cell_items, bins, bin_base, scratch_dist, scratch_item,
+    )
+    count = wp.min(total, capacity)
+    # Bin counts -> run starts (exclusive prefix sums), and the cut bin.
+    running = int(0)
+    cut = int(_BINS - 1)
+    for b in range(_BINS):
+        n = bins[bin_base + b, col]
+        bins[bin_base + b, col] = running
+        running += n
+        if cut == _BINS - 1 and running >= capacity:
+            cut = b
+    reach = float(_FAR)
+    if cut < _BINS - 1:
+        reach = float(cut + 1) / _BIN_SCALE + _CELL_SLACK
+    clear_run(col, base, base + count, scratch_dist, scratch_item)
+    scan_segments(
+        1, origin, c, s, m, col, base, count, cut, reach, seg_a, seg_b, map_data,
+        cell_offsets, cell_items, bins, bin_base, scratch_dist, scratch_item,
+    )
     return count
 
 
@@ -299,6 +416,12 @@ def write_segment(
     out[row, j, 3] = c * u[0] + s * u[1]
     out[row, j, 4] = -s * u[0] + c * u[1]
     out[row, j, 5] = last
+
+
+@wp.func
+def clear_member(row: int, j: int, out: wp.array3d(dtype=float)):
+    for k in range(out.shape[2]):
+        out[row, j, k] = 0.0
 
 
 @wp.kernel
@@ -322,139 +445,162 @@ def vectorized_observation_kernel(
     traffic_mask_out: wp.array2d(dtype=wp.bool),
     scratch_dist: wp.array2d(dtype=float),
     scratch_item: wp.array2d(dtype=wp.int32),
+    bins: wp.array2d(dtype=wp.int32),
 ):
-    """Request ``row`` = (step, slot) of the snapshot history -> the four entity sets."""
-    row = wp.tid()
+    """One entity set (0 partners, 1 lanes, 2 boundaries, 3 traffic) of request ``row`` =
+    (step, slot) of the snapshot history.
+
+    Scratch is indexed [entry, row] so the threads of a warp (consecutive rows, one set) touch
+    consecutive addresses; each set has its own scratch rows (``scratch_*``: the partners' run,
+    then the lanes', boundaries' and traffic's; ``bins``: `DISTANCE_BINS` rows for each segment
+    set)."""
+    entity_set, row = wp.tid()
     step = requests[row, 0]
     slot = requests[row, 1]
     max_partners = partners_out.shape[1]
     max_lanes = lanes_out.shape[1]
     max_boundaries = boundaries_out.shape[1]
     max_traffic = traffic_out.shape[1]
-    for j in range(max_partners):
-        partners_mask_out[row, j] = False
-        partners_aux_out[row, j, 0] = 0.0
-        for k in range(partners_out.shape[2]):
-            partners_out[row, j, k] = 0.0
-    for j in range(max_lanes):
-        lanes_mask_out[row, j] = False
-        for k in range(lanes_out.shape[2]):
-            lanes_out[row, j, k] = 0.0
-    for j in range(max_boundaries):
-        boundaries_mask_out[row, j] = False
-        for k in range(boundaries_out.shape[2]):
-            boundaries_out[row, j, k] = 0.0
-    for j in range(max_traffic):
-        traffic_mask_out[row, j] = False
-        for k in range(traffic_out.shape[2]):
-            traffic_out[row, j, k] = 0.0
-    if agent_box[step, slot, 7] < 0.0:
-        return  # empty slot: all sets empty
-
+    occupied = agent_box[step, slot, 7] >= 0.0  # an empty slot gets empty sets
     origin = wp.vec2(agent_box[step, slot, 0], agent_box[step, slot, 1])
     heading = agent_box[step, slot, 3]
     c = wp.cos(heading)
     s = wp.sin(heading)
     world = map_data.slot_world[slot]
     m = map_data.world_map[world]
-
-    # Partners: the other agents of the world, then its parked cars (ids past the slot range).
     num_slots = agent_box.shape[1]
-    count = int(0)
-    if max_partners > 0:
-        s0 = map_data.world_slot_start[world]
-        for other in range(s0, s0 + map_data.world_slot_count[world]):
-            if other != slot and agent_box[step, other, 7] >= 0.0:
-                rel = to_ego(wp.vec2(agent_box[step, other, 0], agent_box[step, other, 1]), origin, c, s)
-                if in_window(rel):
-                    count = nearest_insert(row, max_partners, count, wp.length(rel), other, scratch_dist, scratch_item)
-        parked_step = wp.min(step, parked_box.shape[0] - 1)
-        for p in range(parked_per_world):
-            prow = world * parked_per_world + p
-            if parked_box[parked_step, prow, 7] >= 0.0:
-                rel = to_ego(wp.vec2(parked_box[parked_step, prow, 0], parked_box[parked_step, prow, 1]), origin, c, s)
-                if in_window(rel):
-                    count = nearest_insert(
-                        row, max_partners, count, wp.length(rel), num_slots + prow, scratch_dist, scratch_item
-                    )
-    for j in range(count):
-        item = scratch_item[row, j]
-        x = float(0.0)
-        y = float(0.0)
-        h = float(0.0)
-        length = float(0.0)
-        width = float(0.0)
-        v = float(0.0)
-        if item < num_slots:
-            x = agent_box[step, item, 0]
-            y = agent_box[step, item, 1]
-            h = agent_box[step, item, 3]
-            length = agent_box[step, item, 4]
-            width = agent_box[step, item, 5]
-            v = speed[step, item]
-        else:
-            prow = item - num_slots
-            parked_step = wp.min(step, parked_box.shape[0] - 1)
-            x = parked_box[parked_step, prow, 0]
-            y = parked_box[parked_step, prow, 1]
-            h = parked_box[parked_step, prow, 3]
-            length = parked_box[parked_step, prow, 4]
-            width = parked_box[parked_step, prow, 5]
-        rel = to_ego(wp.vec2(x, y), origin, c, s)
-        partners_out[row, j, 0] = rel[0] / _POS
-        partners_out[row, j, 1] = rel[1] / _POS
-        partners_out[row, j, 2] = length / _LEN
-        partners_out[row, j, 3] = width / _WID
-        partners_out[row, j, 4] = wp.cos(h - heading)
-        partners_out[row, j, 5] = wp.sin(h - heading)
-        partners_out[row, j, 6] = scratch_dist[row, j] / _POS
-        if privileged != 0:
-            partners_aux_out[row, j, 0] = v / _SPEED
-        partners_mask_out[row, j] = True
+    parked_step = wp.min(step, parked_box.shape[0] - 1)
 
-    # Lanes.
-    count = gather_segments(
-        origin, c, s, m, row, max_lanes, map_data.lane_a, map_data.lane_b, map_data,
-        map_data.lane_cell_offsets, map_data.lane_cell_items, scratch_dist, scratch_item,
-    )
-    for j in range(count):
-        i = scratch_item[row, j]
-        write_segment(origin, c, s, map_data.lane_a[i], map_data.lane_b[i], map_data.lane_width[i] / _WID, row, j, lanes_out)
-        lanes_mask_out[row, j] = True
+    if entity_set == 0:
+        # Partners: the other agents of the world, then its parked cars (ids past the slot range).
+        found = int(0)
+        if occupied and max_partners > 0:
+            clear_run(row, 0, max_partners, scratch_dist, scratch_item)
+            s0 = map_data.world_slot_start[world]
+            for other in range(s0, s0 + map_data.world_slot_count[world]):
+                if other != slot and agent_box[step, other, 7] >= 0.0:
+                    rel = to_ego(wp.vec2(agent_box[step, other, 0], agent_box[step, other, 1]), origin, c, s)
+                    if in_window(rel):
+                        insert_nearest(row, 0, max_partners, wp.length(rel), other, scratch_dist, scratch_item)
+                        found += 1
+            for p in range(parked_per_world):
+                prow = world * parked_per_world + p
+                if parked_box[parked_step, prow, 7] >= 0.0:
+                    rel = to_ego(wp.vec2(parked_box[parked_step, prow, 0], parked_box[parked_step, prow, 1]), origin, c, s)
+                    if in_window(rel):
+                        insert_nearest(
+                            row, 0, max_partners, wp.length(rel), num_slots + prow, scratch_dist, scratch_item
+                        )
+                        found += 1
+        count = wp.min(found, max_partners)
+        for j in range(max_partners):
+            if j < count:
+                item = scratch_item[j, row]
+                x = float(0.0)
+                y = float(0.0)
+                h = float(0.0)
+                length = float(0.0)
+                width = float(0.0)
+                v = float(0.0)
+                if item < num_slots:
+                    x = agent_box[step, item, 0]
+                    y = agent_box[step, item, 1]
+                    h = agent_box[step, item, 3]
+                    length = agent_box[step, item, 4]
+                    width = agent_box[step, item, 5]
+                    v = speed[step, item]
+                else:
+                    prow = item - num_slots
+                    x = parked_box[parked_step, prow, 0]
+                    y = parked_box[parked_step, prow, 1]
+                    h = parked_box[parked_step, prow, 3]
+                    length = parked_box[parked_step, prow, 4]
+                    width = parked_box[parked_step, prow, 5]
+                rel = to_ego(wp.vec2(x, y), origin, c, s)
+                partners_out[row, j, 0] = rel[0] / _POS
+                partners_out[row, j, 1] = rel[1] / _POS
+                partners_out[row, j, 2] = length / _LEN
+                partners_out[row, j, 3] = width / _WID
+                partners_out[row, j, 4] = wp.cos(h - heading)
+                partners_out[row, j, 5] = wp.sin(h - heading)
+                partners_out[row, j, 6] = scratch_dist[j, row] / _POS
+                partners_aux_out[row, j, 0] = wp.where(privileged != 0, v / _SPEED, 0.0)
+                partners_mask_out[row, j] = True
+            else:
+                clear_member(row, j, partners_out)
+                partners_aux_out[row, j, 0] = 0.0
+                partners_mask_out[row, j] = False
 
-    # Boundaries: road edges and walls.
-    count = gather_segments(
-        origin, c, s, m, row, max_boundaries, map_data.boundary_a, map_data.boundary_b, map_data,
-        map_data.boundary_cell_offsets, map_data.boundary_cell_items, scratch_dist, scratch_item,
-    )
-    for j in range(count):
-        i = scratch_item[row, j]
-        write_segment(
-            origin, c, s, map_data.boundary_a[i], map_data.boundary_b[i], map_data.boundary_kind[i], row, j, boundaries_out
-        )
-        boundaries_mask_out[row, j] = True
+    elif entity_set == 1:
+        base = max_partners
+        count = int(0)
+        if occupied:
+            count = gather_segments(
+                origin, c, s, m, row, base, max_lanes, map_data.lane_a, map_data.lane_b, map_data,
+                map_data.lane_cell_offsets, map_data.lane_cell_items, bins, 0, scratch_dist, scratch_item,
+            )
+        for j in range(max_lanes):
+            if j < count:
+                i = scratch_item[base + j, row]
+                write_segment(
+                    origin, c, s, map_data.lane_a[i], map_data.lane_b[i], map_data.lane_width[i] / _WID, row, j, lanes_out
+                )
+                lanes_mask_out[row, j] = True
+            else:
+                clear_member(row, j, lanes_out)
+                lanes_mask_out[row, j] = False
 
-    # Traffic controls: stop lines and the state of their light.
-    count = gather_segments(
-        origin, c, s, m, row, max_traffic, map_data.stop_a, map_data.stop_b, map_data,
-        map_data.stop_cell_offsets, map_data.stop_cell_items, scratch_dist, scratch_item,
-    )
-    for j in range(count):
-        i = scratch_item[row, j]
-        a = to_ego(map_data.stop_a[i], origin, c, s)
-        b = to_ego(map_data.stop_b[i], origin, c, s)
-        traffic_out[row, j, 0] = a[0] / _POS
-        traffic_out[row, j, 1] = a[1] / _POS
-        traffic_out[row, j, 2] = b[0] / _POS
-        traffic_out[row, j, 3] = b[1] / _POS
-        state = int(_LIGHT_OFF)
-        light = map_data.stop_light[i]
-        if light >= 0:
-            state = light_state[step, map_data.world_light_start[world] + light]
-            if state < 0 or state > _LIGHT_OFF:
+    elif entity_set == 2:
+        # Boundaries: road edges and walls.
+        base = max_partners + max_lanes
+        count = int(0)
+        if occupied:
+            count = gather_segments(
+                origin, c, s, m, row, base, max_boundaries, map_data.boundary_a, map_data.boundary_b, map_data,
+                map_data.boundary_cell_offsets, map_data.boundary_cell_items, bins, _BINS, scratch_dist, scratch_item,
+            )
+        for j in range(max_boundaries):
+            if j < count:
+                i = scratch_item[base + j, row]
+                write_segment(
+                    origin, c, s, map_data.boundary_a[i], map_data.boundary_b[i], map_data.boundary_kind[i],
+                    row, j, boundaries_out,
+                )
+                boundaries_mask_out[row, j] = True
+            else:
+                clear_member(row, j, boundaries_out)
+                boundaries_mask_out[row, j] = False
+
+    else:
+        # Traffic controls: stop lines and the state of their light.
+        base = max_partners + max_lanes + max_boundaries
+        count = int(0)
+        if occupied:
+            count = gather_segments(
+                origin, c, s, m, row, base, max_traffic, map_data.stop_a, map_data.stop_b, map_data,
+                map_data.stop_cell_offsets, map_data.stop_cell_items, bins, 2 * _BINS, scratch_dist, scratch_item,
+            )
+        for j in range(max_traffic):
+            if j < count:
+                i = scratch_item[base + j, row]
+                a = to_ego(map_data.stop_a[i], origin, c, s)
+                b = to_ego(map_data.stop_b[i], origin, c, s)
+                traffic_out[row, j, 0] = a[0] / _POS
+                traffic_out[row, j, 1] = a[1] / _POS
+                traffic_out[row, j, 2] = b[0] / _POS
+                traffic_out[row, j, 3] = b[1] / _POS
                 state = int(_LIGHT_OFF)
-        traffic_out[row, j, 4 + state] = 1.0
-        traffic_mask_out[row, j] = True
+                light = map_data.stop_light[i]
+                if light >= 0:
+                    state = light_state[step, map_data.world_light_start[world] + light]
+                    if state < 0 or state > _LIGHT_OFF:
+                        state = int(_LIGHT_OFF)
+                for q in range(4):
+                    traffic_out[row, j, 4 + q] = wp.where(q == state, 1.0, 0.0)
+                traffic_mask_out[row, j] = True
+            else:
+                clear_member(row, j, traffic_out)
+                traffic_mask_out[row, j] = False
 
 
 # ---- the builder ---------------------------------------------------------------------------------
@@ -536,7 +682,7 @@ class VectorizedObservation:
         self.torch_device = _torch_device(device)
         self.num_slots = layout.num_slots
         self._pack(road_maps)
-        self._scratch: tuple[wp.array, wp.array] | None = None
+        self._scratch: tuple[wp.array, wp.array, wp.array] | None = None
         self._no_parked = wp.full((1, 1, BOX_WIDTH), -1.0, dtype=float, device=device)
 
     # ---- static packing ----------------------------------------------------------------------
@@ -763,18 +909,20 @@ class VectorizedObservation:
         if N == 0:
             return out
         requests = torch.stack([steps.to(torch.int32), slots.to(torch.int32)], dim=1).contiguous()
-        kmax = max(1, self.max_partners, self.max_lanes, self.max_boundaries, self.max_traffic)
-        if self._scratch is None or self._scratch[0].shape[0] < N or self._scratch[0].shape[1] != kmax:
+        if self._scratch is None or self._scratch[0].shape[1] < N:
+            # [entry, request]: one run of entries per set (see vectorized_observation_kernel).
+            entries = max(1, self.max_partners + self.max_lanes + self.max_boundaries + self.max_traffic)
             self._scratch = (
-                wp.empty((N, kmax), dtype=float, device=self.device),
-                wp.empty((N, kmax), dtype=wp.int32, device=self.device),
+                wp.empty((entries, N), dtype=float, device=self.device),
+                wp.empty((entries, N), dtype=wp.int32, device=self.device),
+                wp.empty((3 * DISTANCE_BINS, N), dtype=wp.int32, device=self.device),
             )
         stream = None
         if self.torch_device.type == "cuda":
             stream = wp.stream_from_torch(torch.cuda.current_stream(self.torch_device))
         wp.launch(
             vectorized_observation_kernel,
-            dim=N,
+            dim=(len(ENTITY_SETS), N),
             inputs=[
                 self.data,
                 wp.from_torch(agent_box_hist.float().contiguous()),
@@ -795,8 +943,7 @@ class VectorizedObservation:
                 wp.from_torch(out["boundaries_mask"], dtype=wp.bool),
                 wp.from_torch(out["traffic"]),
                 wp.from_torch(out["traffic_mask"], dtype=wp.bool),
-                self._scratch[0],
-                self._scratch[1],
+                *self._scratch,
             ],
             device=self.device,
             stream=stream,

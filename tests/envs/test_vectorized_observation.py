@@ -157,13 +157,14 @@ def reference(road_map, lay, box, light, speed, privileged=True, caps=(16, 80, 8
         "traffic": np.zeros((S, NT, TRAFFIC_WIDTH)),
         "traffic_mask": np.zeros((S, NT), bool),
     }
+    segment_rows = [_segment_rows(m, include_walls, span) for m in road_maps]
     for i in range(S):
         if box[i, 7] < 0:
             continue
         o, h = box[i, :2], box[i, 3]
         w = lay.slot_world[i]
         road_map = road_maps[lay.world_map[w]]
-        lanes, bounds = _segment_rows(road_map, include_walls, span)
+        lanes, bounds = segment_rows[lay.world_map[w]]
         cands = []
         for j in range(S):
             if j != i and box[j, 7] >= 0 and lay.slot_world[j] == w:
@@ -240,6 +241,109 @@ def test_matches_numpy_reference(scene, caps):
     assert_matches(got, want)
     assert got["lanes_mask"][0].sum() == min(caps[1], int(want["lanes_mask"][0].sum()))
     assert not got["partners_mask"][7].any() and not got["lanes_mask"][7].any()  # empty slot
+
+
+def scattered_map(rng: np.random.Generator, lattice: bool) -> RoadMap:
+    """Far more lanes, road edges, walls and stop lines than the set capacities take, scattered
+    over 400 x 240 m as short pieces (1 to 9 m: one piece each), some lanes, edges and stop
+    lines duplicated (equal distances: ties broken by id). With ``lattice`` every endpoint sits
+    on a 0.5 m lattice, so from a lattice point at heading 0 every float32 distance is exact
+    and the many equal distances stay equal."""
+
+    def pieces(n):
+        mid = rng.uniform([-150.0, -120.0], [250.0, 120.0], (n, 2))
+        angle = rng.uniform(0.0, 2 * np.pi, n)
+        half = rng.uniform(1.0, 4.5, n)[:, None] * np.stack([np.cos(angle), np.sin(angle)], axis=1)
+        seg = np.stack([mid - half, mid + half], axis=1)
+        if lattice:
+            seg = np.round(seg * 2.0) / 2.0
+        return np.concatenate([seg, np.zeros((n, 2, 1))], axis=2).astype(np.float32)
+
+    lanes, edges, stops = pieces(700), pieces(500), pieces(60)
+    lanes, edges, stops = (np.concatenate([x, x[::25]]) for x in (lanes, edges, stops))
+    lane_points, lane_offsets = pack_polylines(list(lanes))
+    edge_points, edge_offsets = pack_polylines(list(edges))
+    L, K = len(lanes), len(stops)
+    return RoadMap(
+        name="scattered",
+        lane_points=lane_points,
+        lane_offsets=lane_offsets,
+        lane_width=rng.uniform(2.5, 4.0, L).astype(np.float32),
+        lane_speed_limit=np.zeros(L, np.float32),
+        lane_junction=np.full(L, -1, np.int32),
+        lane_successor_offsets=np.zeros(L + 1, np.int32),
+        road_edge_points=edge_points,
+        road_edge_offsets=edge_offsets,
+        stop_line_points=stops,
+        stop_line_lane=rng.integers(0, L, K).astype(np.int32),
+        stop_line_light=rng.integers(-1, 4, K).astype(np.int32),
+        light_position=np.zeros((4, 3), np.float32),
+        light_heading=np.zeros(4, np.float32),
+        light_junction=np.zeros(4, np.int32),
+        light_group=np.arange(4, dtype=np.int32),
+        junction_center=np.zeros((1, 3), np.float32),
+        wall_points=pieces(40),
+        wall_height=np.full(40, 2.5, np.float32),
+    )
+
+
+def window_candidates(road_map: RoadMap, segment_rows, box: np.ndarray, slot: int) -> dict[str, np.ndarray]:
+    """Per set, the float64 distances of the candidates in ``slot``'s window (one world;
+    ``segment_rows`` from `_segment_rows`), and ``"margin"``: how close any candidate of any set
+    comes to the window's border (m)."""
+    o, h = box[slot, :2].astype(np.float64), float(box[slot, 3])
+    lanes, bounds = segment_rows
+    points = {
+        "partners": [box[j, :2] for j in range(len(box)) if j != slot and box[j, 7] >= 0],
+        "lanes": [(a + b) / 2 for a, b, _ in lanes],
+        "boundaries": [(a + b) / 2 for a, b, _ in bounds],
+        "traffic": [(line[0, :2] + line[1, :2]) / 2 for line in road_map.stop_line_points],
+    }
+    out, margin = {}, np.inf
+    for key, pts in points.items():
+        q = np.array([_ego(p, o, h) for p in pts])
+        border = np.minimum.reduce([np.abs(q[:, 0] + 60.0), np.abs(q[:, 0] - 200.0), np.abs(np.abs(q[:, 1]) - 50.0)])
+        margin = min(margin, border.min())
+        out[key] = np.linalg.norm(q[[_inside(x) for x in q]], axis=1)
+    out["margin"] = np.array(margin)
+    return out
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("caps", [(16, 80, 80, 10), (5, 33, 17, 3)])
+@pytest.mark.parametrize("lattice", [True, False], ids=["lattice-heading0", "anywhere-rotated"])
+def test_more_candidates_than_capacity_match_numpy_reference(caps, lattice, device):
+    """Every set overflows its capacity: the kept members, their order (ties by id) and values
+    match the reference. Off the lattice, float32 and float64 may order near-equal distances
+    differently, so only slots whose candidates are all 1 mm apart (or exactly equal: duplicated
+    pieces) and 1 mm off the window's border are compared."""
+    rng = np.random.default_rng(7 if lattice else 8)
+    road_map = scattered_map(rng, lattice)
+    lay = layout(road_map, worlds=1, slots=64)
+    xy = rng.uniform([-60.0, -50.0], [180.0, 50.0], (48, 2))
+    heading = np.zeros(48) if lattice else rng.uniform(-np.pi, np.pi, 48)
+    if lattice:
+        xy = np.round(xy * 2.0) / 2.0
+    box = boxes([(x, y, h) for (x, y), h in zip(xy, heading, strict=True)], 64)
+    light = torch.tensor([LIGHT_RED, LIGHT_YELLOW, LIGHT_GREEN, LIGHT_OFF], dtype=torch.int32)
+    speed = torch.linspace(-2.0, 20.0, 64)
+    obs = VectorizedObservation([road_map], lay, device, "privileged", *caps)
+    got = {k: v.cpu() for k, v in obs.build(box.to(device), light.to(device), speed.to(device)).items()}
+    want = reference(road_map, lay, box, light, speed, True, caps)
+
+    probed, overflowing = [], dict.fromkeys(("partners", "lanes", "boundaries", "traffic"), 0)
+    segment_rows = _segment_rows(road_map, True, None)
+    for slot in range(48):
+        cands = window_candidates(road_map, segment_rows, box.numpy(), slot)
+        gaps = [np.diff(np.sort(cands[key])) for key in overflowing]
+        if lattice or (cands["margin"] > 1e-3 and all(np.all((g == 0) | (g > 1e-3)) for g in gaps)):
+            probed.append(slot)
+            for key, cap in zip(overflowing, caps, strict=True):
+                overflowing[key] += len(cands[key]) > cap
+    assert len(probed) >= (48 if lattice else 12)
+    assert all(n >= len(probed) // 2 for n in overflowing.values()), overflowing
+    assert_matches({k: v[probed] for k, v in got.items()}, {k: v[probed] for k, v in want.items()})
+    assert not got["lanes_mask"][48:].any()  # empty slots
 
 
 def test_nearest_partner_first_and_worlds_apart(scene):
