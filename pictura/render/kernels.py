@@ -10,8 +10,9 @@ numbered ``v = (request - request_offset) * C + camera``.
    lies outside the frustum with a bounding-sphere test. Run twice (count; `scan_parts` turns
    the counts into offsets; write at the part's offset) it fills a per-view candidate buffer,
    with a lower bound on each candidate's ray distance, exactly as the serial `gather_views`
-   (thread per view, mode 0) does. Views with more candidates than the buffer holds are redone
-   by `gather_views` mode 1 with a bounded, stable insertion sort (the farthest drop).
+   (thread per view, mode 0) does. A view with more candidates than the buffer holds gets the
+   ranked buffer (step 2) continued by `gather_views` mode 1: a bounded, stable insertion sort
+   of the candidates past the buffer (the farthest drop).
 2. `rank_candidates` (thread per candidate): scatters each candidate to its rank by
    (bound, gather order) and keeps the ``K`` nearest: the same list the insertion sort builds,
    but with no O(K) shifting in global memory and with ``cand_cap`` times more threads.
@@ -197,13 +198,20 @@ def candidate_add(
     ref: int,
     bound: float,
 ) -> int:
-    """Mode 0: append unsorted (count keeps growing past ``cand_cap``); mode 1: sorted insert."""
-    if mode == 0:
-        if n < cand_cap:
+    """Candidate ``n`` (gather order) of view ``v``; returns ``n + 1``.
+
+    Mode 0 appends it to the buffer while there is room (the count keeps growing past
+    ``cand_cap``). Mode 1, for a view that overflowed the buffer and whose list already holds
+    the ranked buffer (the stable insertion sort's state after ``cand_cap`` candidates, with
+    ``min(n, list_cap)`` entries), insertion-sorts only the candidates past the buffer.
+    """
+    if n < cand_cap:
+        if mode == 0:
             cand_ref[v, n] = ref
             cand_bound[v, n] = bound
-        return n + 1
-    return list_insert(list_ref, list_bound, v, n, list_cap, ref, bound)
+    elif mode == 1:
+        list_insert(list_ref, list_bound, v, wp.min(n, list_cap), list_cap, ref, bound)
+    return n + 1
 
 
 @wp.func
@@ -388,7 +396,8 @@ def gather_views(
     cell_size: float,
     # options: solo_slot >= 0 gathers that agent only (occlusion query); mode 0 appends every
     # candidate unsorted (pass 1), mode 1 redoes only the views whose candidates overflowed
-    # ``cand_cap`` with a bounded sorted insert straight into the list (pass 2)
+    # ``cand_cap``: `rank_candidates` ranked the buffer into the list, a bounded sorted insert
+    # adds the candidates past it (pass 2)
     solo_slot: int,
     capacity: int,
     cand_cap: int,
@@ -488,7 +497,7 @@ def gather_views(
                         mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
                         ref, b,
                     )
-    # Pass 2 keeps the overflow flag (count > cand_cap) so a rerun of pass 2 is idempotent.
+    # Pass 2 leaves the count (count > cand_cap flags the overflow) as pass 1 wrote it.
     if mode == 0:
         cand_count_out[v] = n
     list_count_out[v] = wp.min(n, capacity)
@@ -730,15 +739,16 @@ def rank_candidates(
     """Thread per (view, candidate): scatter candidate j to its rank by (bound, j).
 
     The order is exactly the stable bounded insertion sort's (ties keep gather order), so the
-    list is the same as `list_insert` builds; views that overflowed the buffer are left to
-    `gather_views` mode 1.
+    list is the same as `list_insert` builds. A view that overflowed the buffer ranks the
+    buffer (its first ``cand_cap`` candidates in gather order: the sort's state at that point);
+    `gather_views` mode 1 inserts the rest.
     """
     tid = wp.tid()
     cap = cand_ref.shape[1]
     v = view_base + tid / cap
     j = tid - (tid / cap) * cap
-    n = cand_count[v]
-    if j >= n or n > cap:
+    n = wp.min(cand_count[v], cap)
+    if j >= n:
         return
     b = cand_bound[v, j]
     rank = int(0)
