@@ -13,9 +13,10 @@ numbered ``v = (request - request_offset) * C + camera``.
    (thread per view, mode 0) does. A view with more candidates than the buffer holds gets the
    ranked buffer (step 2) continued by `gather_views` mode 1: a bounded, stable insertion sort
    of the candidates past the buffer (the farthest drop).
-2. `rank_candidates` (thread per candidate): scatters each candidate to its rank by
-   (bound, gather order) and keeps the ``K`` nearest: the same list the insertion sort builds,
-   but with no O(K) shifting in global memory and with ``cand_cap`` times more threads.
+2. `rank_candidates` (``RANK_THREADS`` threads per view, each ranking every RANK_THREADS-th
+   candidate): scatters each candidate to its rank by (bound, gather order) and keeps the ``K``
+   nearest: the same list the insertion sort builds, but with no O(K) shifting in global
+   memory and with hundreds of threads per view instead of one.
 3. `entry_setup` (thread per list entry) writes the entry's camera-relative record (all the
    per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines);
    `bin_tiles` (thread per (view, tile, 32 entries)) sets one bit per (tile, entry) for the
@@ -726,6 +727,12 @@ def scan_parts(
     list_count_out[v] = wp.min(total, capacity)
 
 
+RANK_THREADS = 512
+"""Threads per view of `rank_candidates`: thread t ranks candidates t, t + RANK_THREADS, ..., so
+the launch does not grow with the candidate buffer (most views hold a few hundred)."""
+_RANK_THREADS = wp.constant(RANK_THREADS)
+
+
 @wp.kernel
 def rank_candidates(
     cand_ref: wp.array2d(dtype=wp.int32),
@@ -736,7 +743,7 @@ def rank_candidates(
     list_ref_out: wp.array2d(dtype=wp.int32),
     list_bound_out: wp.array2d(dtype=wp.float32),
 ):
-    """Thread per (view, candidate): scatter candidate j to its rank by (bound, j).
+    """Thread per (view, RANK_THREADS part): scatter each candidate j to its rank by (bound, j).
 
     The order is exactly the stable bounded insertion sort's (ties keep gather order), so the
     list is the same as `list_insert` builds. A view that overflowed the buffer ranks the
@@ -744,22 +751,18 @@ def rank_candidates(
     `gather_views` mode 1 inserts the rest.
     """
     tid = wp.tid()
-    cap = cand_ref.shape[1]
-    v = view_base + tid / cap
-    j = tid - (tid / cap) * cap
-    n = wp.min(cand_count[v], cap)
-    if j >= n:
-        return
-    b = cand_bound[v, j]
-    rank = int(0)
-    for i in range(n):
-        bi = cand_bound[v, i]
-        if bi < b or (bi == b and i < j):
-            rank += 1
-    if rank < capacity:
-        list_ref_out[v, rank] = cand_ref[v, j]
-        list_bound_out[v, rank] = b
-
+    v = view_base + tid / _RANK_THREADS
+    n = wp.min(cand_count[v], cand_ref.shape[1])
+    for j in range(tid - (tid / _RANK_THREADS) * _RANK_THREADS, n, _RANK_THREADS):
+        b = cand_bound[v, j]
+        rank = int(0)
+        for i in range(n):
+            bi = cand_bound[v, i]
+            if bi < b or (bi == b and i < j):
+                rank += 1
+        if rank < capacity:
+            list_ref_out[v, rank] = cand_ref[v, j]
+            list_bound_out[v, rank] = b
 
 
 # ---- per-entry setup: camera-relative records and tight screen bins -----------------------
