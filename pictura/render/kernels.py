@@ -760,6 +760,8 @@ def rank_candidates(
             bi = cand_bound[v, i]
             if bi < b or (bi == b and i < j):
                 rank += 1
+                if rank == capacity:
+                    break  # dropped: the list keeps ranks below capacity
         if rank < capacity:
             list_ref_out[v, rank] = cand_ref[v, j]
             list_bound_out[v, rank] = b
