@@ -2,6 +2,7 @@
 
     PICTURA_DATA=.data python benchmarks/render_throughput.py --device cuda   # H200: docs numbers
     python benchmarks/render_throughput.py --device cpu --worlds 1 --iters 1 --resolutions 32x18
+    python benchmarks/render_throughput.py --device cuda --scene training --resolutions 96x54
 
 Pinned scene (issue 5): ``--map auto`` = ``carla:Town10HD`` when the data root exists, else
 ``procedural:seed=0`` (a built-in synthetic grid if neither loads); ``--worlds`` worlds of
@@ -12,6 +13,17 @@ rig (Table 3); one agent-step = one ego's C views. Timing covers `Renderer.rende
 (cull + raster), after one warm-up call, with a device synchronisation before and after the
 timed loop. ``peak_mem_chunk_gib`` is the device-level memory (cudaMemGetInfo) a fresh
 renderer takes to draw one ``--mem-chunk``-ego chunk (scene, scratch and that chunk's images).
+
+Training batch (``--scene training``, configs/alberti.yaml): the 8 CARLA towns (``procedural:seed=0..7``
+without a data root), world w on town w % 8 as `DrivingEnv` lays them out, ``--worlds`` (160)
+worlds of 128 slots with U{1, ``--agents``} agents and ``--parked`` parked cars each, spawned by
+the simulator; requests for the active slots only (``--requests slots``: one per slot, -1 for the
+inactive ones, as the env's acting render sends them; ``--chunk 4096`` is the env's chunk).
+
+Every run also prints one ``render_candidates`` line per resolution: per map, the views, the
+frustum-culled candidates per view (mean, p99, max) and the fraction of views with more
+candidates than the per-view candidate buffer holds (``over_buffer``, the views the cull must
+finish another way).
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.kernel_profile import profile_kernels  # noqa: E402
 from pictura.maps.roadmap import RoadMap, pack_polylines  # noqa: E402
+from pictura.maps.sources import CARLA_TOWNS  # noqa: E402
 from pictura.render import CameraRig, Renderer  # noqa: E402
 from pictura.render.demo import spawn_snapshot  # noqa: E402
 from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, WorldLayout  # noqa: E402
@@ -106,53 +119,113 @@ def device_used_bytes(device: wp.context.Device) -> int:
     return int(device.total_memory - device.free_memory)
 
 
-def pick_source(source: str) -> str:
-    if source != "auto":
-        return source
+def has_carla_data() -> bool:
     try:
         from pictura.maps import data_root
 
-        if (data_root() / "carla").is_dir():
-            return "carla:Town10HD"
+        return (data_root() / "carla").is_dir()
     except FileNotFoundError:
-        pass
-    return "procedural:seed=0"
+        return False
 
 
-def spawn_scene(road_map: RoadMap, args, device: str) -> tuple[WorldLayout, np.ndarray, np.ndarray, str]:
-    """(layout, agent_box (S + P, 8), light_state (L,), how) for ``--worlds`` copies of the map."""
-    n_lights = [len(road_map.light_position)]
+def pick_sources(scene: str, source: str) -> list[str]:
+    """Map sources of the scene: the pinned scene's one map, or the training batch's 8 towns."""
+    if scene == "training":
+        if has_carla_data():
+            return [f"carla:{town}" for town in CARLA_TOWNS]
+        return [f"procedural:seed={seed}" for seed in range(len(CARLA_TOWNS))]
+    if source != "auto":
+        return [source]
+    return ["carla:Town10HD" if has_carla_data() else "procedural:seed=0"]
+
+
+def spawn_scene(
+    road_maps: list[RoadMap], agents: tuple[int, int], args, device: str
+) -> tuple[WorldLayout, np.ndarray, np.ndarray, str]:
+    """(layout, agent_box (S + P, 8), light_state (L,), how) for ``--worlds`` worlds, world w on
+    map w % len(road_maps), U{agents} agents each."""
+    world_map = np.arange(args.worlds) % len(road_maps)
+    n_lights = [len(m.light_position) for m in road_maps]
     if args.spawn == "sim":
         try:
             from pictura.sim import SimConfig, build_model, reset
 
-            cfg = SimConfig(agents_per_world=(args.agents, args.agents), parked_per_world=args.parked)
-            layout = WorldLayout.uniform([0] * args.worlds, args.slots_per_world, n_lights, args.parked)
-            model = build_model([road_map], layout, cfg, device=device)
+            cfg = SimConfig(agents_per_world=agents, parked_per_world=args.parked)
+            layout = WorldLayout.uniform(world_map, args.slots_per_world, n_lights, args.parked)
+            model = build_model(road_maps, layout, cfg, device=device)
             state = model.state()
             reset(model, state, seed=0)
             return layout, state.agent_box.numpy(), state.light_state.numpy(), "sim"
         except Exception as err:  # the demo placement is the documented fallback
             print(f"# simulator spawn failed ({err!r}); using the demo placement", file=sys.stderr)
-    layout = WorldLayout.uniform([0] * args.worlds, args.agents, n_lights)
+    counts = np.random.default_rng(1).integers(agents[0], agents[1] + 1, args.worlds)
+    slots = int(counts.max())
+    layout = WorldLayout.uniform(world_map, slots, n_lights)
     boxes = np.concatenate(
-        [spawn_snapshot(road_map, args.agents, args.agents, seed=w) for w in range(args.worlds)]
+        [
+            spawn_snapshot(road_maps[m], slots, int(n), seed=w)
+            for w, (m, n) in enumerate(zip(world_map, counts, strict=True))
+        ]
     )
     lights = np.random.default_rng(0).integers(0, 3, layout.light_count).astype(np.int32)
     return layout, boxes, lights, "demo"
+
+
+def view_stats(
+    renderer: Renderer, agent_box, light_state, req: wp.array, valid: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """(candidates, list entries) per valid view over all chunks: the cull alone, chunk by chunk."""
+    C = renderer.num_cameras
+    cand, listed = [], []
+    for start in range(0, req.shape[0], renderer.chunk_size):
+        views = min(renderer.chunk_size, req.shape[0] - start) * C
+        renderer._cull(agent_box, light_state, req, start, views, solo_slot=-1)
+        # Copies: on the CPU `numpy()` shares the scratch the next chunk overwrites.
+        cand.append(renderer._cand_count.numpy()[:views].copy())
+        listed.append(renderer._list_count.numpy()[:views].copy())
+    keep = np.repeat(valid, C)
+    return np.concatenate(cand)[keep], np.concatenate(listed)[keep]
+
+
+def candidate_report(cand: np.ndarray, view_map: np.ndarray, names: list[str], buffer: int) -> dict:
+    """Per map and over all: views, candidates per view (mean, p99, max), fraction over ``buffer``."""
+
+    def row(c: np.ndarray) -> dict:
+        if len(c) == 0:
+            return {"views": 0}
+        return {
+            "views": len(c),
+            "candidates_mean": round(float(c.mean()), 1),
+            "candidates_p99": round(float(np.percentile(c, 99)), 1),
+            "candidates_max": int(c.max()),
+            "over_buffer": round(float((c > buffer).mean()), 5),
+        }
+
+    per_map = {name: row(cand[view_map == m]) for m, name in enumerate(names)}
+    return {"candidate_buffer": buffer, "all": row(cand), "per_map": per_map}
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda", help="Warp device: cuda | cpu (default cuda)")
     p.add_argument(
-        "--map", default="auto", help="map source; auto = carla:Town10HD if present, else procedural"
+        "--scene", choices=("pinned", "training"), default="pinned",
+        help="pinned: --map, every agent an ego (default); training: the 8 CARLA towns, U{1, --agents}",
+    )  # fmt: skip
+    p.add_argument(
+        "--map", default="auto", help="pinned map source; auto = carla:Town10HD if present, else procedural"
     )
-    p.add_argument("--worlds", type=int, default=170, help="worlds (default 170, ~20 K egos)")
+    p.add_argument("--worlds", type=int, help="worlds (default 170 pinned (~20 K egos), 160 training)")
     p.add_argument("--slots-per-world", type=int, default=128, help="agent slots per world (default 128)")
-    p.add_argument("--agents", type=int, default=120, help="agents per world (default 120)")
+    p.add_argument(
+        "--agents", type=int, default=120, help="agents per world (training: at most; default 120)"
+    )
     p.add_argument("--parked", type=int, default=32, help="parked cars per world (default 32; sim spawn)")
     p.add_argument("--spawn", choices=("sim", "demo"), default="sim", help="scene placement (default sim)")
+    p.add_argument(
+        "--requests", choices=("active", "slots"), default="active",
+        help="active: one per active slot (default); slots: one per slot, -1 for the others (the env)",
+    )  # fmt: skip
     p.add_argument("--iters", type=int, default=10, help="timed render calls per resolution")
     p.add_argument("--chunk", type=int, default=8192, help="requests per kernel pass")
     p.add_argument("--mem-chunk", type=int, default=2048, help="egos of the chunk whose memory is reported")
@@ -167,18 +240,28 @@ def main(argv: list[str] | None = None) -> None:
     wp.config.quiet = True
     wp.init()
     device = wp.get_device(args.device)
-    road_map = load_scene(pick_source(args.map))
-    layout, boxes, lights, how = spawn_scene(road_map, args, args.device)
-    egos = np.flatnonzero(boxes[: layout.num_slots, BOX_KIND] != BOX_INVALID).astype(np.int32)
+    if args.worlds is None:
+        args.worlds = 160 if args.scene == "training" else 170
+    road_maps = [load_scene(source) for source in pick_sources(args.scene, args.map)]
+    agents = (1, args.agents) if args.scene == "training" else (args.agents, args.agents)
+    layout, boxes, lights, how = spawn_scene(road_maps, agents, args, args.device)
+    slots = np.arange(layout.num_slots, dtype=np.int32)
+    active = boxes[: layout.num_slots, BOX_KIND] != BOX_INVALID  # just reset: every agent is active
+    egos = slots[active] if args.requests == "active" else np.where(active, slots, -1).astype(np.int32)
     requests = np.stack([np.zeros(len(egos), np.int32), egos], 1)
+    valid = egos >= 0
+    n_egos = int(valid.sum())
     agent_box = wp.array(boxes[None], dtype=wp.float32, device=device)
     light_state = wp.array(lights.reshape(1, -1), dtype=wp.int32, device=device)
     req = wp.array(requests, dtype=wp.int32, device=device)
     rig = CameraRig()
+    view_map = np.repeat(
+        np.asarray(layout.world_map)[np.asarray(layout.slot_world)[egos[valid]]], rig.num_cameras
+    )
 
     def make_renderer(chunk: int) -> Renderer:
         r = Renderer(
-            [road_map], layout, rig, device=args.device, list_capacity=args.capacity,
+            road_maps, layout, rig, device=args.device, list_capacity=args.capacity,
             chunk_size=chunk, supersample=args.supersample,
         )  # fmt: skip
         r._tile_major = int(args.raster_order == "tile")
@@ -213,7 +296,8 @@ def main(argv: list[str] | None = None) -> None:
                 lambda out=out: renderer.render(agent_box, light_state, req, out),
                 resolution=f"{w}x{h}",
             )
-        counts = renderer._list_count.numpy()[: min(len(requests), args.chunk) * rig.num_cameras]
+        cand, counts = view_stats(renderer, agent_box, light_state, req, valid)
+        names = [m.name for m in road_maps]
         print(
             json.dumps(
                 {
@@ -222,12 +306,14 @@ def main(argv: list[str] | None = None) -> None:
                     "gpu": device.name if device.is_cuda else None,
                     "resolution": f"{w}x{h}",
                     "cameras": rig.num_cameras,
-                    "agents": len(requests),
-                    "agents_per_world": args.agents,
+                    "scene": args.scene,
+                    "agents": n_egos,
+                    "requests": len(requests),
+                    "agents_per_world": list(agents) if args.scene == "training" else args.agents,
                     "parked_per_world": layout.parked_per_world,
                     "spawn": how,
-                    "agent_steps_per_s": round(len(requests) / dt),
-                    "images_per_s": round(len(requests) * rig.num_cameras / dt),
+                    "agent_steps_per_s": round(n_egos / dt),
+                    "images_per_s": round(n_egos * rig.num_cameras / dt),
                     "ms_per_call": round(dt * 1e3, 3),
                     "peak_mem_chunk_gib": None if mem is None else round(mem, 3),
                     "mem_chunk": args.mem_chunk,
@@ -239,12 +325,14 @@ def main(argv: list[str] | None = None) -> None:
                     "chunk": args.chunk,
                     "raster_order": args.raster_order,
                     "supersample": args.supersample,
-                    "map": road_map.name,
+                    "map": names[0] if len(names) == 1 else names,
                     "date": time.strftime("%Y-%m-%d"),
                 }
             ),
             flush=True,
         )
+        report = candidate_report(cand, view_map, names, renderer._cand_capacity)
+        print(json.dumps({"name": "render_candidates", "resolution": f"{w}x{h}", **report}), flush=True)
         del out
 
 

@@ -10,11 +10,13 @@ numbered ``v = (request - request_offset) * C + camera``.
    lies outside the frustum with a bounding-sphere test. Run twice (count; `scan_parts` turns
    the counts into offsets; write at the part's offset) it fills a per-view candidate buffer,
    with a lower bound on each candidate's ray distance, exactly as the serial `gather_views`
-   (thread per view, mode 0) does. Views with more candidates than the buffer holds are redone
-   by `gather_views` mode 1 with a bounded, stable insertion sort (the farthest drop).
-2. `rank_candidates` (thread per candidate): scatters each candidate to its rank by
-   (bound, gather order) and keeps the ``K`` nearest: the same list the insertion sort builds,
-   but with no O(K) shifting in global memory and with ``cand_cap`` times more threads.
+   (thread per view, mode 0) does. A view with more candidates than the buffer holds gets the
+   ranked buffer (step 2) continued by `gather_views` mode 1: a bounded, stable insertion sort
+   of the candidates past the buffer (the farthest drop).
+2. `rank_candidates` (``RANK_THREADS`` threads per view, each ranking every RANK_THREADS-th
+   candidate): scatters each candidate to its rank by (bound, gather order) and keeps the ``K``
+   nearest: the same list the insertion sort builds, but with no O(K) shifting in global
+   memory and with hundreds of threads per view instead of one.
 3. `entry_setup` (thread per list entry) writes the entry's camera-relative record (all the
    per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines);
    `bin_tiles` (thread per (view, tile, 32 entries)) sets one bit per (tile, entry) for the
@@ -197,13 +199,20 @@ def candidate_add(
     ref: int,
     bound: float,
 ) -> int:
-    """Mode 0: append unsorted (count keeps growing past ``cand_cap``); mode 1: sorted insert."""
-    if mode == 0:
-        if n < cand_cap:
+    """Candidate ``n`` (gather order) of view ``v``; returns ``n + 1``.
+
+    Mode 0 appends it to the buffer while there is room (the count keeps growing past
+    ``cand_cap``). Mode 1, for a view that overflowed the buffer and whose list already holds
+    the ranked buffer (the stable insertion sort's state after ``cand_cap`` candidates, with
+    ``min(n, list_cap)`` entries), insertion-sorts only the candidates past the buffer.
+    """
+    if n < cand_cap:
+        if mode == 0:
             cand_ref[v, n] = ref
             cand_bound[v, n] = bound
-        return n + 1
-    return list_insert(list_ref, list_bound, v, n, list_cap, ref, bound)
+    elif mode == 1:
+        list_insert(list_ref, list_bound, v, wp.min(n, list_cap), list_cap, ref, bound)
+    return n + 1
 
 
 @wp.func
@@ -388,7 +397,8 @@ def gather_views(
     cell_size: float,
     # options: solo_slot >= 0 gathers that agent only (occlusion query); mode 0 appends every
     # candidate unsorted (pass 1), mode 1 redoes only the views whose candidates overflowed
-    # ``cand_cap`` with a bounded sorted insert straight into the list (pass 2)
+    # ``cand_cap``: `rank_candidates` ranked the buffer into the list, a bounded sorted insert
+    # adds the candidates past it (pass 2)
     solo_slot: int,
     capacity: int,
     cand_cap: int,
@@ -488,7 +498,7 @@ def gather_views(
                         mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
                         ref, b,
                     )
-    # Pass 2 keeps the overflow flag (count > cand_cap) so a rerun of pass 2 is idempotent.
+    # Pass 2 leaves the count (count > cand_cap flags the overflow) as pass 1 wrote it.
     if mode == 0:
         cand_count_out[v] = n
     list_count_out[v] = wp.min(n, capacity)
@@ -717,6 +727,12 @@ def scan_parts(
     list_count_out[v] = wp.min(total, capacity)
 
 
+RANK_THREADS = 512
+"""Threads per view of `rank_candidates`: thread t ranks candidates t, t + RANK_THREADS, ..., so
+the launch does not grow with the candidate buffer (most views hold a few hundred)."""
+_RANK_THREADS = wp.constant(RANK_THREADS)
+
+
 @wp.kernel
 def rank_candidates(
     cand_ref: wp.array2d(dtype=wp.int32),
@@ -727,29 +743,28 @@ def rank_candidates(
     list_ref_out: wp.array2d(dtype=wp.int32),
     list_bound_out: wp.array2d(dtype=wp.float32),
 ):
-    """Thread per (view, candidate): scatter candidate j to its rank by (bound, j).
+    """Thread per (view, RANK_THREADS part): scatter each candidate j to its rank by (bound, j).
 
     The order is exactly the stable bounded insertion sort's (ties keep gather order), so the
-    list is the same as `list_insert` builds; views that overflowed the buffer are left to
-    `gather_views` mode 1.
+    list is the same as `list_insert` builds. A view that overflowed the buffer ranks the
+    buffer (its first ``cand_cap`` candidates in gather order: the sort's state at that point);
+    `gather_views` mode 1 inserts the rest.
     """
     tid = wp.tid()
-    cap = cand_ref.shape[1]
-    v = view_base + tid / cap
-    j = tid - (tid / cap) * cap
-    n = cand_count[v]
-    if j >= n or n > cap:
-        return
-    b = cand_bound[v, j]
-    rank = int(0)
-    for i in range(n):
-        bi = cand_bound[v, i]
-        if bi < b or (bi == b and i < j):
-            rank += 1
-    if rank < capacity:
-        list_ref_out[v, rank] = cand_ref[v, j]
-        list_bound_out[v, rank] = b
-
+    v = view_base + tid / _RANK_THREADS
+    n = wp.min(cand_count[v], cand_ref.shape[1])
+    for j in range(tid - (tid / _RANK_THREADS) * _RANK_THREADS, n, _RANK_THREADS):
+        b = cand_bound[v, j]
+        rank = int(0)
+        for i in range(n):
+            bi = cand_bound[v, i]
+            if bi < b or (bi == b and i < j):
+                rank += 1
+                if rank == capacity:
+                    break  # dropped: the list keeps ranks below capacity
+        if rank < capacity:
+            list_ref_out[v, rank] = cand_ref[v, j]
+            list_bound_out[v, rank] = b
 
 
 # ---- per-entry setup: camera-relative records and tight screen bins -----------------------

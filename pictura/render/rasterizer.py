@@ -70,9 +70,11 @@ class Renderer:
         self.scene: PackedScene = pack_scene(self.road_maps, cell_size)
         self._upload()
         self._scratch_views = 0
-        # Unsorted candidates kept per view before ranking; views with more are re-culled
-        # by the (slower) sorted-insert pass, so this bounds memory, never the result.
-        self._cand_capacity = max(2 * self.list_capacity, 512)
+        # Unsorted candidates kept per view before ranking (8 bytes each). 2048 holds every view
+        # of the 8 CARLA towns at far = 120 m (at most ~970 seen, docs/renderer.md); a view with
+        # more continues its ranked buffer with the serial sorted insert (`gather_views` mode
+        # 1), so this bounds memory, never the result.
+        self._cand_capacity = max(2 * self.list_capacity, 2048)
         # Raster thread order: 1 = pixels grouped by 8x8 screen tile (coherent list walks).
         self._tile_major = 1
         # Pass 1 of the cull over (view, part) threads (1) or one thread per view (0). The H200
@@ -378,10 +380,10 @@ class Renderer:
                     device=self.device,
                 )  # fmt: skip
             if mode == 0:
-                for base, count in self._launch_ranges(views, cand):
+                for base, count in self._launch_ranges(views, kernels.RANK_THREADS):
                     wp.launch(
                         kernels.rank_candidates,
-                        dim=count * cand,
+                        dim=count * kernels.RANK_THREADS,
                         inputs=[self._cand_ref, self._cand_bound, self._cand_count, k, base],
                         outputs=[self._list_ref, self._list_bound],
                         device=self.device,

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from pictura.maps import load_road_map
-from pictura.render import CameraRig, Renderer
+from pictura.maps.roadmap import pack_polylines
+from pictura.render import CameraRig, Renderer, kernels
 from pictura.render.demo import spawn_snapshot
 from pictura.sim.snapshot import WorldLayout
+from tests.render.conftest import boxes, empty_map, layout
 
 
 @pytest.fixture(scope="module")
@@ -45,16 +47,56 @@ def test_ranked_list_is_the_stable_sort_of_the_candidates(town):
         assert np.array_equal(bound[v, : n[v]], cand_bound[v, order])
 
 
-def test_candidate_overflow_falls_back_to_the_same_images(town):
+@pytest.mark.parametrize("cand_capacity", [5, 24, 40])
+def test_overflowed_views_get_the_stable_sort_of_all_their_candidates(town, cand_capacity):
+    # Reference: a buffer that holds every candidate in gather order, sorted stably by NumPy.
+    # A view that overflows a small buffer ranks the buffer, then insertion-sorts the rest into
+    # the list: the same list and images with the buffer below, at and above the list capacity.
     _, _, boxes, lights, requests = town
-    ranked = make(town, list_capacity=24)
+    full = make(town, list_capacity=24)
     small = make(town, list_capacity=24)
-    small._cand_capacity = 5  # nearly every view overflows: sorted-insert pass
-    a = ranked.render_numpy(boxes, lights, requests)
-    b = small.render_numpy(boxes, lights, requests)
-    assert (small._cand_count.numpy()[: len(requests) * 4] > 5).mean() > 0.5
-    assert np.array_equal(a, b)
-    assert np.array_equal(ranked._list_ref.numpy()[:96], small._list_ref.numpy()[:96])
+    small._cand_capacity = cand_capacity
+    images = [r.render_numpy(boxes, lights, requests) for r in (full, small)]
+    views = len(requests) * full.num_cameras
+    n = full._cand_count.numpy()[:views]
+    assert n.max() <= full._cand_capacity
+    assert np.array_equal(small._cand_count.numpy()[:views], n)
+    assert (n > cand_capacity).mean() > 0.3, "most views must overflow the small buffer"
+    cand_ref, cand_bound = full._cand_ref.numpy(), full._cand_bound.numpy()
+    ref, bound, count = small._list_ref.numpy(), small._list_bound.numpy(), small._list_count.numpy()
+    for v in range(views):
+        order = np.argsort(cand_bound[v, : n[v]], kind="stable")[:24]
+        assert count[v] == len(order)
+        assert np.array_equal(ref[v, : count[v]], cand_ref[v, order])
+        assert np.array_equal(bound[v, : count[v]], cand_bound[v, order])
+    assert np.array_equal(images[1], images[0])
+
+
+def test_a_view_past_the_default_buffer_gets_the_stable_sort_of_all_its_candidates():
+    # Markings every 0.5 m across the field ahead, cut into 2 m segments: the front camera
+    # gathers more candidates than the default buffer holds (and than RANK_THREADS, so a rank
+    # thread ranks several). Reference: a buffer that holds them all, sorted stably by NumPy.
+    lines = [np.array([[x, y, 0.0] for x in np.arange(1.0, 120.0, 2.0)]) for y in np.arange(-30.0, 30.1, 0.5)]
+    pts, off = pack_polylines(lines)
+    road_map = empty_map(marking_points=pts, marking_offsets=off, marking_kind=np.zeros(len(lines), np.int32))
+    box = boxes(1, {0: (0.0, 0.0, 0.0, 0.0, 4.5, 1.9, 1.5, 0.0)})
+    lights, request = np.zeros((1, 0), np.int32), np.array([[0, 0]])
+    renderers = [Renderer([road_map], layout(1, 1), CameraRig(width=48, height=27)) for _ in range(2)]
+    renderers[0]._cand_capacity = 16384
+    images = [r.render_numpy(box, lights, request) for r in renderers]
+    n = renderers[0]._cand_count.numpy()[:4]
+    assert n.max() <= renderers[0]._cand_capacity
+    assert n[0] > renderers[1]._cand_capacity > kernels.RANK_THREADS
+    cand_ref, cand_bound = renderers[0]._cand_ref.numpy(), renderers[0]._cand_bound.numpy()
+    k = renderers[0].list_capacity
+    for r in renderers:
+        ref, bound, count = r._list_ref.numpy(), r._list_bound.numpy(), r._list_count.numpy()
+        for v in range(4):
+            order = np.argsort(cand_bound[v, : n[v]], kind="stable")[:k]
+            assert count[v] == len(order)
+            assert np.array_equal(ref[v, : count[v]], cand_ref[v, order])
+            assert np.array_equal(bound[v, : count[v]], cand_bound[v, order])
+    assert np.array_equal(images[1], images[0])
 
 
 @pytest.mark.parametrize("cand_capacity", [512, 40])
