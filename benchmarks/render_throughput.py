@@ -177,8 +177,9 @@ def view_stats(
     """(candidates, list entries) per valid view over all chunks: the cull alone, chunk by chunk."""
     C = renderer.num_cameras
     cand, listed = [], []
-    for start in range(0, req.shape[0], renderer.chunk_size):
-        views = min(renderer.chunk_size, req.shape[0] - start) * C
+    chunk = renderer.chunk_requests(req.shape[0])
+    for start in range(0, req.shape[0], chunk):
+        views = min(chunk, req.shape[0] - start) * C
         renderer._cull(agent_box, light_state, req, start, views, solo_slot=-1)
         # Copies: on the CPU `numpy()` shares the scratch the next chunk overwrites.
         cand.append(renderer._cand_count.numpy()[:views].copy())
@@ -227,7 +228,9 @@ def main(argv: list[str] | None = None) -> None:
         help="active: one per active slot (default); slots: one per slot, -1 for the others (the env)",
     )  # fmt: skip
     p.add_argument("--iters", type=int, default=10, help="timed render calls per resolution")
-    p.add_argument("--chunk", type=int, default=8192, help="requests per kernel pass")
+    p.add_argument(
+        "--chunk", type=int, default=0, help="requests per kernel pass (default 0: the renderer's, sized from free memory)"
+    )
     p.add_argument("--mem-chunk", type=int, default=2048, help="egos of the chunk whose memory is reported")
     p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
     p.add_argument("--supersample", type=int, default=1, help="rays per pixel per axis")
@@ -262,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     def make_renderer(chunk: int) -> Renderer:
         r = Renderer(
             road_maps, layout, rig, device=args.device, list_capacity=args.capacity,
-            chunk_size=chunk, supersample=args.supersample,
+            chunk_size=chunk or None, supersample=args.supersample,
         )  # fmt: skip
         r._tile_major = int(args.raster_order == "tile")
         r._parallel_gather = int(args.gather == "parts")
@@ -322,7 +325,7 @@ def main(argv: list[str] | None = None) -> None:
                     "primitives_per_view_p95": float(np.percentile(counts, 95)),
                     "primitives_per_view_max": int(counts.max()),
                     "list_capacity": args.capacity,
-                    "chunk": args.chunk,
+                    "chunk": renderer.chunk_requests(requests.shape[0]),
                     "raster_order": args.raster_order,
                     "supersample": args.supersample,
                     "map": names[0] if len(names) == 1 else names,

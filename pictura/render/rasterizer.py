@@ -19,6 +19,14 @@ from pictura.render.palette import AGENT_FACE_COLOR, GROUND, LIGHT_COLOR, LINE_C
 from pictura.render.scene import PackedScene, pack_scene
 from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, BOX_WIDTH, WorldLayout
 
+SCRATCH_MEMORY_SHARE = 0.125
+"""Share of the device's free memory an automatically sized chunk's scratch may take."""
+SCRATCH_MEMORY_MAX_BYTES = 8 << 30
+"""Cap on an automatically sized chunk's scratch (8 GiB: ~70 K requests of 4 views at 96x54)."""
+HOST_SCRATCH_MAX_BYTES = 1 << 30
+"""Cap on an automatically sized chunk's scratch on the CPU."""
+MIN_CHUNK_REQUESTS = 256
+
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
     return tuple(int(x) for x in a.shape)
@@ -34,6 +42,10 @@ class Renderer:
         device: Warp device ("cpu", "cuda", "cuda:1", ...).
         list_capacity: primitives kept per view after culling (nearest first), K.
         chunk_size: requests rendered per kernel pass (bounds the per-view scratch memory).
+            None (the default) sizes it from the device's free memory at each call: the chunk's
+            per-view scratch takes at most `SCRATCH_MEMORY_SHARE` of it, capped by
+            `SCRATCH_MEMORY_MAX_BYTES` (`HOST_SCRATCH_MAX_BYTES` on the CPU). Wide chunks matter on a GPU: the cull runs a thread per
+            view, and a narrow launch waits on its slowest views with most of the GPU idle.
         supersample: rays per pixel along each axis (1 = analytic coverage only; 2 = the 2x2
             supersampled reference mode).
         antialias: analytic-coverage antialiasing; False gives hard 1-sample edges.
@@ -47,15 +59,15 @@ class Renderer:
         rig: CameraRig,
         device: str = "cpu",
         list_capacity: int = 96,
-        chunk_size: int = 4096,
+        chunk_size: int | None = None,
         supersample: int = 1,
         antialias: bool = True,
         cell_size: float = 16.0,
     ) -> None:
         if list_capacity < 1:
             raise ValueError(f"list_capacity must be >= 1, got {list_capacity}")
-        if chunk_size < 1:
-            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        if chunk_size is not None and chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1 or None, got {chunk_size}")
         if supersample not in (1, 2, 3, 4):
             raise ValueError(f"supersample must be 1, 2, 3 or 4, got {supersample}")
         _check_layout(road_maps, layout)
@@ -64,7 +76,7 @@ class Renderer:
         self.rig = rig
         self.device = wp.get_device(device)
         self.list_capacity = int(list_capacity)
-        self.chunk_size = int(chunk_size)
+        self.chunk_size = None if chunk_size is None else int(chunk_size)
         self.supersample = int(supersample)
         self.antialias = bool(antialias)
         self.scene: PackedScene = pack_scene(self.road_maps, cell_size)
@@ -144,6 +156,30 @@ class Renderer:
         self._entry_edge = wp.zeros((views, k, 4), dtype=wp.vec3, device=dev)
         self._scratch_views = views
 
+    def scratch_bytes_per_view(self) -> int:
+        """Device bytes of one view's scratch at the rig's current resolution (`_scratch`,
+        `_tile_mask`)."""
+        k, tile = self.list_capacity, kernels.TILE_PX
+        tiles = ((self.rig.width + tile - 1) // tile) * ((self.rig.height + tile - 1) // tile)
+        per_view = 3 * 4 + 9 * 4 + 4 * 4 + 4 * 4  # origin, basis, step/world/ground/slot, query
+        lists = k * (4 + 4) + 4 + self._cand_capacity * (4 + 4) + 4  # lists, candidates, counts
+        entries = k * (16 + kernels.REC_WORDS * 16 + 4 * 12)  # tile ranges, records, edges
+        mask = 2 * tiles * ((k + 31) // 32) * 4
+        return per_view + lists + entries + mask
+
+    def chunk_requests(self, n: int) -> int:
+        """Requests per kernel pass for ``n`` requests: ``chunk_size``, or sized from free memory."""
+        if self.chunk_size is not None:
+            return self.chunk_size
+        budget = SCRATCH_MEMORY_MAX_BYTES
+        if self.device.is_cuda:
+            budget = min(budget, SCRATCH_MEMORY_SHARE * self.device.free_memory)
+        else:  # Warp reports no free host memory, and the CPU gains nothing from wide passes
+            budget = min(budget, HOST_SCRATCH_MAX_BYTES)
+        fits = int(budget // (self.scratch_bytes_per_view() * self.rig.num_cameras))
+        # the scratch already allocated is reused, whatever free memory says now
+        return max(1, min(n, max(fits, self._scratch_views // self.rig.num_cameras, MIN_CHUNK_REQUESTS)))
+
     def _tile_mask(self, views: int) -> wp.array:
         """(views, 2 * tiles, words) uint32 screen-bin masks (two bands per tile); sized by chunk
         and resolution."""
@@ -187,8 +223,9 @@ class Renderer:
             raise ValueError(f"out is on {out.device}, the renderer on {self.device}")
         focal = self.rig.focal
         cx, cy = self.rig.principal
-        for start in range(0, n, self.chunk_size):
-            views = min(self.chunk_size, n - start) * C
+        chunk = self.chunk_requests(n)
+        for start in range(0, n, chunk):
+            views = min(chunk, n - start) * C
             self._cull(agent_box, light_state, requests, start, views, solo_slot=-1)
             tile = kernels.TILE_PX
             px_per_view = H * W

@@ -171,6 +171,29 @@ def test_rerender_from_history_is_bitwise_equal():
     assert np.array_equal(r.render_numpy(hist, ls, req), together)
 
 
+def test_automatic_chunk_follows_the_scratch_budget(monkeypatch):
+    """chunk_size=None: as many requests per pass as the scratch budget holds, same bytes."""
+    from pictura.render import rasterizer
+
+    r = front_renderer(worlds=2, slots=4)
+    assert r.chunk_size is None and r.chunk_requests(3) == 3  # a small batch is one pass
+    per_request = r.scratch_bytes_per_view() * r.num_cameras
+    assert per_request > r.list_capacity * 8 + 2048 * 8  # lists + candidate buffer at least
+    monkeypatch.setattr(rasterizer, "SCRATCH_MEMORY_MAX_BYTES", 300 * per_request)
+    monkeypatch.setattr(rasterizer, "MIN_CHUNK_REQUESTS", 1)
+    assert r.chunk_requests(10_000) == 300
+    monkeypatch.setattr(rasterizer, "SCRATCH_MEMORY_MAX_BYTES", 1.5 * per_request)
+    rng = np.random.default_rng(1)
+    hist = boxes(8, {}, steps=1)
+    for s in range(8):
+        hist[0, s] = (rng.uniform(5, 30), rng.uniform(-6, 6), 0, rng.uniform(-3, 3), 4, 2, 1.5, s % 3)
+    req = np.array([[0, s] for s in range(8)])
+    one_at_a_time = r.render_numpy(hist, np.zeros((1, 0), np.int32), req)
+    assert r.chunk_requests(8) == 1
+    r.chunk_size = 8
+    assert np.array_equal(r.render_numpy(hist, np.zeros((1, 0), np.int32), req), one_at_a_time)
+
+
 def test_other_world_agents_and_the_ego_are_not_drawn():
     r = front_renderer(worlds=2, slots=4, antialias=False)
     other = (10.0, 0.0, 0.0, 0.0, 4.5, 2.0, 1.5, AGENT_VEHICLE)
