@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.common import median_seconds, town_sources  # noqa: E402
 from pictura.envs import DrivingEnv  # noqa: E402
 from pictura.envs.observations import (  # noqa: E402
     WINDOW_AHEAD_M,
@@ -43,20 +43,9 @@ from pictura.envs.observations import (  # noqa: E402
     VectorizedObservation,
     VectorizedObservationConfig,
 )
-from pictura.maps.sources import CARLA_TOWNS, data_root  # noqa: E402
 from pictura.sim import NUM_ACTIONS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def town_sources() -> list[str]:
-    try:
-        root = data_root()
-    except FileNotFoundError:
-        root = None
-    if root is not None and all((root / "carla" / f"{t}.xodr").exists() for t in CARLA_TOWNS):
-        return [f"carla:{t}" for t in CARLA_TOWNS]
-    return [f"procedural:seed={s}" for s in range(8)]
 
 
 def observation_config(path: Path) -> VectorizedObservationConfig:
@@ -64,25 +53,6 @@ def observation_config(path: Path) -> VectorizedObservationConfig:
     config = yaml.safe_load(path.read_text())
     env_args = config["model"]["init_args"]["env"]["init_args"]
     return VectorizedObservationConfig(**env_args["observation"]["init_args"])
-
-
-def timed(fn, repeats: int, device: torch.device) -> float:
-    """Median seconds of ``fn`` over ``repeats`` calls, after one warm-up call."""
-    fn()
-    samples = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1000)
-        else:
-            t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
 
 
 def window_candidates(
@@ -165,18 +135,20 @@ def main() -> None:
     parked_last = None if parked_hist is None else parked_hist[-1]
 
     step_out = obs.allocate((S,))
-    build_s = timed(
+    build_s = median_seconds(
         lambda: obs.build(box_hist[-1], light_hist[-1], speed_hist[-1], step_out, parked_last),
         repeats,
         device,
+        warmup=1,
     )
     steps = torch.randint(0, args.steps, (requests,), device=device)
     slots = torch.randint(0, S, (requests,), device=device)
     batch_out = obs.allocate((requests,))
-    requests_s = timed(
+    requests_s = median_seconds(
         lambda: obs.build_requests(box_hist, light_hist, speed_hist, steps, slots, batch_out, parked_hist),
         repeats,
         device,
+        warmup=1,
     )
 
     occupied = torch.nonzero(box_hist[-1, :, 7] >= 0).flatten().cpu()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from torchrl.data import Bounded, Composite, Unbounded
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.common import median_seconds  # noqa: E402
 from pictura.modules.alberti import AlbertiPolicy  # noqa: E402
 from pictura.sim import CONDITIONING_WIDTH, EGO_WIDTH, NUM_ACTIONS  # noqa: E402
 
@@ -56,24 +56,6 @@ def random_observation(spec: Composite, device: torch.device) -> TensorDict:
     )
 
 
-def timed(fn, repeats: int, device: torch.device) -> float:
-    """Median seconds of ``fn`` over ``repeats`` runs (CUDA events on GPU)."""
-    samples = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1000)
-        else:
-            t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
-
-
 def measure(args: argparse.Namespace, precision: str, compiled: bool) -> dict:
     device = torch.device(args.device)
     torch.manual_seed(0)
@@ -103,8 +85,8 @@ def measure(args: argparse.Namespace, precision: str, compiled: bool) -> dict:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-    fwd_s = timed(fwd, args.repeats, device)
-    train_s = timed(train, args.repeats, device)
+    fwd_s = median_seconds(fwd, args.repeats, device)
+    train_s = median_seconds(train, args.repeats, device)
     return dict(
         name="policy_throughput",
         policy="alberti",

@@ -26,9 +26,9 @@ import warp as wp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.common import town_sources  # noqa: E402
 from benchmarks.kernel_profile import profile_kernels  # noqa: E402
 from pictura.maps import load_road_map  # noqa: E402
-from pictura.maps.sources import CARLA_TOWNS, data_root  # noqa: E402
 from pictura.sim import SimConfig, build_model, reset, step  # noqa: E402
 from pictura.sim.snapshot import WorldLayout  # noqa: E402
 
@@ -51,16 +51,6 @@ def count_active_kernel(
         wp.atomic_add(total_out, 0, wp.int64(1))
     if tid == 0:
         wp.atomic_add(counter, 0, 1)
-
-
-def town_sources() -> list[str]:
-    try:
-        root = data_root()
-    except FileNotFoundError:
-        root = None
-    if root is not None and all((root / "carla" / f"{t}.xodr").exists() for t in CARLA_TOWNS):
-        return [f"carla:{t}" for t in CARLA_TOWNS]
-    return [f"procedural:seed={s}" for s in range(8)]
 
 
 def peak_mem_gib(device: wp.context.Device) -> float:
