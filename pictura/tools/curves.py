@@ -60,13 +60,7 @@ def read_training_scalars(path: str | Path) -> dict[str, list[tuple[float, float
 
 def plot_training(runs: dict[str, dict[str, list[tuple[float, float]]]], path: str | Path):
     """One panel per `TRAINING_SCALARS` entry against agent-steps trained, one line per run."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(TRAINING_SCALARS), figsize=(3.4 * len(TRAINING_SCALARS), 2.9))
-    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.86, wspace=0.38)
+    fig, axes = _panels(len(TRAINING_SCALARS))
     for ax, tag in zip(axes, TRAINING_SCALARS, strict=True):
         for name, scalars in runs.items():
             points = scalars.get(tag, [])
@@ -74,8 +68,25 @@ def plot_training(runs: dict[str, dict[str, list[tuple[float, float]]]], path: s
         ax.set_title(tag.removeprefix("train/"), fontsize=9)
         ax.set_xlabel("agent-steps trained (M)", fontsize=8)
         ax.grid(alpha=0.3)
+    return _save(fig, axes, "training scalars (one point per PPO iteration)", path)
+
+
+def _panels(count: int):
+    """A figure of ``count`` side-by-side panels (Agg backend unless one is already chosen)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, count, figsize=(3.4 * count, 2.9))
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.86, wspace=0.35)
+    return fig, axes
+
+
+def _save(fig, axes, title: str, path: str | Path):
+    """Legend on the first panel, the title, then ``path`` (folders made); returns ``fig``."""
     axes[0].legend(fontsize=7)
-    fig.suptitle("training scalars (one point per PPO iteration)", fontsize=9)
+    fig.suptitle(title, fontsize=9)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     return fig
@@ -115,16 +126,10 @@ def density_mean(record: dict, metric: str) -> float:
 def plot_curves(runs: dict[str, list[dict]], path: str | Path):
     """One panel per `CURVE_METRICS` entry, x = agent-steps trained (millions; iterations when
     a record has no count), one line per run. Saves ``path``; returns the figure."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     from pictura.eval.metrics import METRIC_LABELS
     from pictura.eval.report import PERCENT_METRICS
 
-    fig, axes = plt.subplots(1, len(CURVE_METRICS), figsize=(3.4 * len(CURVE_METRICS), 2.9))
-    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.2, top=0.86, wspace=0.32)
+    fig, axes = _panels(len(CURVE_METRICS))
     by_steps = all(r.get("agent_steps") is not None for recs in runs.values() for r in recs)
     for ax, metric in zip(axes, CURVE_METRICS, strict=True):
         scale = 100.0 if metric in PERCENT_METRICS else 1.0
@@ -134,11 +139,7 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path):
         ax.set_title(METRIC_LABELS[metric], fontsize=9)
         ax.set_xlabel("agent-steps trained (M)" if by_steps else "PPO iteration", fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.suptitle("in-domain evaluation during training (mean over densities)", fontsize=9)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    return fig
+    return _save(fig, axes, "in-domain evaluation during training (mean over densities)", path)
 
 
 def _count(n: int) -> str:
