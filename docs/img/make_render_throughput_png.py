@@ -1,0 +1,63 @@
+"""docs/img/render_throughput.png: renderer throughput per resolution on the pinned scene, from
+the raw `benchmarks/render_throughput.py` lines kept under docs/results/.
+
+    python docs/img/make_render_throughput_png.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+RUNS = (  # label, file: every "render_throughput" line of the pinned scene
+    ("2026-11-30, round 1 (entry records, tile bins)", "render_2026-11-30_round1.jsonl"),
+    ("2026-12-01, rounds 3-4 (fragment buffer in registers, line misses)", "2026-12-01_h200_render_round4.jsonl"),
+    ("2026-12-01, third session (candidate buffer 2048)", "2026-12-01_h200_session3_obs_render.txt"),
+)
+ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
+
+
+def pinned_sweep(path: Path) -> dict[str, float]:
+    """resolution -> agent-steps/s of the pinned scene (Town10HD, 120 agents + 32 parked)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # the session files interleave other output
+        if not isinstance(row, dict) or row.get("map") != "Town10HD":
+            continue
+        if row.get("name") == "render_throughput" and row.get("scene", "pinned") == "pinned":
+            out[row["resolution"]] = row["agent_steps_per_s"]
+    return out
+
+
+def main() -> None:
+    fig, ax = plt.subplots(figsize=(7.6, 4.6))
+    for label, name in RUNS:
+        sweep = pinned_sweep(RESULTS / name)
+        xs = [i for i, r in enumerate(ORDER) if r in sweep]
+        ax.plot(xs, [sweep[ORDER[i]] for i in xs], marker="o", label=label)
+    ax.plot([2], [5.0e5], marker="*", markersize=15, linestyle="none", label="paper (H100, 96x54)")
+    ax.axhline(2.0e6, color="tab:red", linestyle=":", linewidth=1)
+    ax.text(0, 2.15e6, "issue 5 target at 96x54: 2 M", color="tab:red", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylim(1e4, 4e6)
+    ax.set_xticks(range(len(ORDER)), ORDER)
+    ax.set_xlabel("resolution (4 cameras per agent)")
+    ax.set_ylabel("agent-steps / s (one H200)")
+    ax.set_title("Rasterizer throughput, Town10HD, 20,400 egos, far 120 m, K = 96", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(Path(__file__).with_name("render_throughput.png"), dpi=100)
+
+
+if __name__ == "__main__":
+    main()
