@@ -8,7 +8,7 @@ reward kernels and the observation normaliser.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pictura.sim.features import CONDITIONING_NAMES
 
@@ -120,7 +120,16 @@ class SimConfig:
     parked_height: float = 1.5
     spawn_speed_fraction: float = 0.5  # initial speed ~ U(0, this x lane speed limit)
     eval: bool = False  # eval sizes, eval light timings, goal radius eval_goal_radius, eval_v_max
-    conditioning: tuple[Coefficient, ...] = field(default=CONDITIONING_TABLE)
+    # None = Table 2 (`CONDITIONING_TABLE`): a None default, not the table's instances, is what
+    # lets config files override other SimConfig fields (jsonargparse cannot serialise them).
+    conditioning: tuple[Coefficient, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.conditioning is None:
+            object.__setattr__(self, "conditioning", CONDITIONING_TABLE)
+        else:  # lists and dicts from a config file -> the frozen table rows
+            rows = tuple(c if isinstance(c, Coefficient) else Coefficient(**c) for c in self.conditioning)
+            object.__setattr__(self, "conditioning", rows)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first impossible field."""

@@ -89,3 +89,18 @@ def test_overlays_parse_on_the_agent_configs(overlay, capsys):
         assert "at_start: true" in printed and "max_time: 00:00:07:00" in printed
     else:
         assert "procedural:seed=7" in printed and "carla:" not in printed
+
+
+def test_config_file_overrides_simulator_settings(tmp_path):
+    """A `sim:` block in a config file reaches the env's SimConfig (it once failed to parse:
+    jsonargparse could not serialise the conditioning table's default instances)."""
+    overlay = tmp_path / "sim.yaml"
+    overlay.write_text(
+        "model:\n  init_args:\n    env:\n      init_args:\n        sim:\n"
+        "          episode_length: 100\n          goal_spacing_m: [10.0, 30.0]\n"
+    )
+    argv = ["fit", "-c", str(CONFIGS / "alberti.yaml"), "-c", str(CONFIGS / "cpu.yaml"), "-c", str(overlay)]
+    cli = run_lightning_cli([*argv, f"--trainer.default_root_dir={tmp_path}"], run=False)
+    sim = cli.model.env_factory.keywords["sim"]
+    assert (sim.episode_length, sim.goal_spacing_m) == (100, (10.0, 30.0))
+    assert sim.pedestrian_fraction == 0.1  # the rest keeps its defaults

@@ -100,3 +100,19 @@ def test_control_validate_names_the_bad_action():
     control.action.assign(np.array([0, 11, 12, 3], np.int32))
     with pytest.raises(ValueError, match=r"action\[2\]"):
         control.validate()
+
+
+def test_conditioning_defaults_to_table_2_and_accepts_rows_from_a_config_file():
+    """None (the default, so config files can override other fields) means Table 2; rows given
+    as plain dicts (YAML) become Coefficients."""
+    import dataclasses
+
+    from pictura.sim.config import CONDITIONING_TABLE, Coefficient, SimConfig
+
+    assert SimConfig().conditioning == CONDITIONING_TABLE
+    rows = [dataclasses.asdict(c) for c in CONDITIONING_TABLE]
+    rows[0] = {"name": "delta_goal", "low": 3.0, "high": 4.0, "kind": "uniform"}
+    config = SimConfig(conditioning=rows)
+    assert config.conditioning[0] == Coefficient("delta_goal", 3.0, 4.0, "uniform")
+    assert config.conditioning[1:] == CONDITIONING_TABLE[1:]
+    config.validate()
