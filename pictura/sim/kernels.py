@@ -4,7 +4,7 @@ Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) 
 `contact_kernel` (collision and swept edge tests, split over parts) -> `rules_kernel` (lane association, events, goals, rewards, dones) -> `goal_walk_kernel` (goal
 sets the rules asked for) -> `world_clock_kernel` (episode clock, reset decision) ->
 `final_observe_kernel` (takes those goal sets; pre-reset snapshot) -> the masked world resets
-(`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1), each round >= 0 after a
+(packed layouts first: `pack_records_kernel`, `pack_slots_kernel`; then `reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1), each round >= 0 after a
 `spawn_conflict_kernel`,
 `goal_walk_kernel`; log replay: `replay_reset_kernel`) -> `observe_kernel` (takes the spawns'
 goal sets; snapshot, observations, lights).
@@ -337,7 +337,8 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
 @wp.kernel
 def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     """Advance each world's clock and decide its reset (past episode_length, or too many
-    halted; log replay: no early reset); a resetting world draws its new agent count. Clears
+    halted; packed layouts: halted over the whole block; log replay: no early reset); a
+    resetting world of a static layout draws its new agent count. Clears
     ``world_active_count`` (`observe_kernel` counts)."""
     w = wp.tid()
     state_out.world_seed[w] = state_in.world_seed[w]
