@@ -2,9 +2,11 @@
 
     python benchmarks/sim_throughput.py --device cuda           # H200: target >= 20 M agent-steps/s
     python benchmarks/sim_throughput.py --device cpu --slots 1024 --steps 20
+    python benchmarks/sim_throughput.py --device cpu --slots 2048 --steps 200 --block-slots 1024  # packed
 
 Scene: ``--slots`` (20,480) agent slots in worlds of ``--slots-per-world`` (128) slots spread
-over 8 towns: ``carla:Town01..Town10HD`` when the data root exists, else 8 procedural seeds.
+over 8 towns (``--block-slots N``: blocks of N slots, each packing up to ``--worlds-per-block``
+variable-size worlds, `WorldLayout.packed`): ``carla:Town01..Town10HD`` when the data root exists, else 8 procedural seeds.
 Default `SimConfig` (agents ~U{1, 120} per world, 10 % pedestrians, 10 % cyclists, 32 parked
 cars per world). Actions are uniform random, drawn on the device. Only *active* agent-steps
 (valid and not halted before the step) count. Timing covers ``--steps`` calls of
@@ -64,30 +66,37 @@ def main() -> None:
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--slots", type=int, default=20_480)
     ap.add_argument("--slots-per-world", type=int, default=128)
+    ap.add_argument("--block-slots", type=int, default=0, help="pack the slots in blocks of N (0: static worlds)")
+    ap.add_argument("--worlds-per-block", type=int, default=32)
+    ap.add_argument("--early-reset-halted-fraction", type=float, default=SimConfig.early_reset_halted_fraction)
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-graph", action="store_true", help="launch kernels directly (no CUDA graph)")
     ap.add_argument("--profile", type=int, default=0, help="also time each kernel over this many steps")
     args = ap.parse_args()
-    if args.slots % args.slots_per_world:
-        raise SystemExit(
-            f"--slots {args.slots} must be a multiple of --slots-per-world {args.slots_per_world}"
-        )
+    per_world = args.block_slots or args.slots_per_world
+    if args.slots % per_world:
+        raise SystemExit(f"--slots {args.slots} must be a multiple of {per_world} (slots per world or block)")
 
     wp.config.quiet = True
     wp.init()
     device = wp.get_device(args.device)
     sources = town_sources()
     maps = [load_road_map(s) for s in sources]
-    worlds = args.slots // args.slots_per_world
-    cfg = SimConfig()
-    layout = WorldLayout.uniform(
-        [w % len(maps) for w in range(worlds)],
-        args.slots_per_world,
-        [len(m.light_position) for m in maps],
-        parked_per_world=cfg.parked_per_world,
-    )
+    cfg = SimConfig(early_reset_halted_fraction=args.early_reset_halted_fraction)
+    lights = [len(m.light_position) for m in maps]
+    if args.block_slots:
+        worlds = args.slots // args.block_slots * args.worlds_per_block
+        layout = WorldLayout.packed(
+            [w % len(maps) for w in range(worlds)], args.block_slots, args.worlds_per_block, lights,
+            parked_per_world=cfg.parked_per_world,
+        )
+    else:
+        worlds = args.slots // args.slots_per_world
+        layout = WorldLayout.uniform(
+            [w % len(maps) for w in range(worlds)], args.slots_per_world, lights, parked_per_world=cfg.parked_per_world
+        )
     with wp.ScopedDevice(device):
         model = build_model(maps, layout, cfg, device=str(device))
         s0, s1, ctl = model.state(), model.state(), model.control()
@@ -144,6 +153,9 @@ def main() -> None:
                 "resolution": None,
                 "agents": S,
                 "worlds": worlds,
+                "block_slots": args.block_slots,
+                "worlds_per_block": args.worlds_per_block if args.block_slots else None,
+                "early_reset_halted_fraction": cfg.early_reset_halted_fraction,
                 "maps": sources,
                 "steps": steps,
                 "agent_steps_per_s": agent_steps / dt,

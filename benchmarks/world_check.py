@@ -3,6 +3,7 @@ invariants the test suite checks on a shorter run (one JSON line; not a CI test)
 
     python benchmarks/world_check.py --device cpu                 # 10,000 steps x 64 worlds
     python benchmarks/world_check.py --device cpu --steps 500 --worlds 8
+    python benchmarks/world_check.py --device cpu --block-slots 1024 --worlds-per-block 32  # packed
 
 Worlds play procedural towns ``procedural:seed=0..7`` (``--blocks`` blocks a side) at the default
 `SimConfig` (agents ~U{1, 120}, 10 % pedestrians, 10 % cyclists, 32 parked cars, walls, lights)
@@ -11,7 +12,9 @@ gentle (coasting) so agents drive far enough to meet lights and goals. Checked:
 no NaN or inf in any state array (every ``--check-every`` steps); right after every world reset
 no agent or parked car overlaps another (NumPy SAT); all three agent types spawn; every light
 state occurs and lights go green -> yellow -> red; every event kind occurs, pedestrians never go
-off-road or run a red light. Prints counts and ``"ok": true|false``; exits 1 if a check failed.
+off-road or run a red light. ``--block-slots N`` packs the worlds (`WorldLayout.packed`:
+``--worlds`` x 120 slots cut into blocks of N slots holding ``--worlds-per-block`` world records
+each; the overlap check then runs per record over its slot range of the episode). Prints counts and ``"ok": true|false``; exits 1 if a check failed.
 """
 
 from __future__ import annotations
@@ -65,15 +68,26 @@ def main() -> None:
     ap.add_argument("--episode-length", type=int, default=400)
     ap.add_argument("--check-every", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--block-slots", type=int, default=0, help="pack the slots in blocks of N (0: static worlds)")
+    ap.add_argument("--worlds-per-block", type=int, default=32)
+    ap.add_argument("--early-reset-halted-fraction", type=float, default=SimConfig.early_reset_halted_fraction)
     args = ap.parse_args()
 
     wp.config.quiet = True
     wp.init()
     sources = [f"procedural:seed={s},blocks_x={args.blocks},blocks_y={args.blocks}" for s in range(8)]
     maps = [load_road_map(s) for s in sources]
-    cfg = SimConfig(episode_length=args.episode_length)
+    cfg = SimConfig(
+        episode_length=args.episode_length, early_reset_halted_fraction=args.early_reset_halted_fraction
+    )
     W, n, P = args.worlds, cfg.agents_per_world[1], cfg.parked_per_world
-    layout = WorldLayout.uniform([w % 8 for w in range(W)], n, [len(m.light_position) for m in maps], P)
+    lights = [len(m.light_position) for m in maps]
+    if args.block_slots:
+        blocks = -(-W * n // args.block_slots)  # as many slots as the static layout, rounded up
+        W = blocks * args.worlds_per_block
+        layout = WorldLayout.packed([w % 8 for w in range(W)], args.block_slots, args.worlds_per_block, lights, P)
+    else:
+        layout = WorldLayout.uniform([w % 8 for w in range(W)], n, lights, P)
     model = build_model(maps, layout, cfg, device=args.device)
     s0, s1, ctl = model.state(), model.state(), model.control()
     reset(model, s0, args.seed)
@@ -112,16 +126,23 @@ def main() -> None:
         ws = np.flatnonzero(world_reset)
         if len(ws):
             resets += len(ws)
-            pos = s0.pos.numpy().reshape(W, n, 3)[ws]
-            valid = s0.valid.numpy().reshape(W, n)[ws] == 1
-            kind = s0.kind.numpy().reshape(W, n)[ws]
+            # each reset world's slot range of the new episode, padded to the widest (static
+            # layouts: the fixed ranges; packed: the ranges its block drew)
+            start = s0.world_slot_start.numpy()[ws]
+            count = s0.world_slot_count.numpy()[ws]
+            lane = np.arange(max(int(count.max()), 1))
+            rows = np.minimum(start[:, None] + lane, S - 1)
+            in_range = lane < count[:, None]
+            pos = s0.pos.numpy()[rows]
+            valid = (s0.valid.numpy()[rows] == 1) & in_range
+            kind = s0.kind.numpy()[rows]
             types += np.bincount(kind[valid], minlength=3)
             agents = np.concatenate(
                 [
                     pos[..., :2],
-                    s0.heading.numpy().reshape(W, n, 1)[ws],
-                    s0.length.numpy().reshape(W, n, 1)[ws],
-                    s0.width.numpy().reshape(W, n, 1)[ws],
+                    s0.heading.numpy()[rows][..., None],
+                    s0.length.numpy()[rows][..., None],
+                    s0.width.numpy()[rows][..., None],
                 ],
                 -1,
             )
@@ -148,6 +169,9 @@ def main() -> None:
         "steps": args.steps,
         "worlds": W,
         "slots": S,
+        "block_slots": args.block_slots,
+        "worlds_per_block": args.worlds_per_block if args.block_slots else None,
+        "early_reset_halted_fraction": cfg.early_reset_halted_fraction,
         "maps": sources,
         "world_resets": resets,
         "spawn_checks": spawn_checks,

@@ -129,6 +129,7 @@ class DrivingEnv(EnvBase):
         if isinstance(observation, dict):
             # a checkpoint's saved hyper-parameters hold the dataclass as a dict of its fields
             observation = VectorizedObservationConfig(**observation)
+        layout.require_static("DrivingEnv")
         wp.init()
         self._wp_device = warp_device(self.device)
         self.map_sources = map_sources

@@ -663,6 +663,7 @@ class VectorizedObservation:
             raise ValueError(f"subdivide_long_segments must be > 0 m or None, got {subdivide_long_segments}")
         if not road_maps:
             raise ValueError("road_maps must hold at least one RoadMap")
+        layout.require_static("VectorizedObservation")
         M = len(road_maps)
         if layout.num_worlds == 0 or layout.world_map.min() < 0 or layout.world_map.max() >= M:
             raise ValueError(f"layout.world_map holds a map index outside 0..{M - 1}")

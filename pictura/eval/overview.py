@@ -43,6 +43,7 @@ FRUSTUM_RANGE = 25.0
 
 def world_rows(layout: WorldLayout, world: int) -> np.ndarray:
     """Snapshot rows of world ``world``: its agent slots, then its parked cars. (n,) int64."""
+    layout.require_static("world_rows")
     if not 0 <= world < layout.num_worlds:
         raise ValueError(f"world {world} outside 0..{layout.num_worlds - 1}")
     start, count = int(layout.world_slot_start[world]), int(layout.world_slot_count[world])

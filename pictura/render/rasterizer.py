@@ -70,6 +70,7 @@ class Renderer:
             raise ValueError(f"chunk_size must be >= 1 or None, got {chunk_size}")
         if supersample not in (1, 2, 3, 4):
             raise ValueError(f"supersample must be 1, 2, 3 or 4, got {supersample}")
+        layout.require_static("Renderer")
         _check_layout(road_maps, layout)
         self.road_maps = list(road_maps)
         self.layout = layout

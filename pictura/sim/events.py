@@ -130,8 +130,8 @@ def collides_part(
     moved = wp.length(p - state.prev_pos[slot]) >= SWEPT_COLLISION_MIN_MOVE_M
     hit = int(0)
     if part < agent_parts:
-        start = model.world_slot_start[w]
-        for other in range(start + part, start + model.world_slot_count[w], agent_parts):
+        start = state.world_slot_start[w]
+        for other in range(start + part, start + state.world_slot_count[w], agent_parts):
             if hit == 0 and other != slot:
                 c = state.sweep_circle[other]
                 reach = circle[3] + c[3]

@@ -4,7 +4,7 @@ Step order (launched by `pictura.sim.step.step`): `integrate_kernel` (dynamics) 
 `contact_kernel` (collision and swept edge tests, split over parts) -> `rules_kernel` (lane association, events, goals, rewards, dones) -> `goal_walk_kernel` (goal
 sets the rules asked for) -> `world_clock_kernel` (episode clock, reset decision) ->
 `final_observe_kernel` (takes those goal sets; pre-reset snapshot) -> the masked world resets
-(`reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1), each round >= 0 after a
+(packed layouts first: `pack_records_kernel`, `pack_slots_kernel`; then `reset_rows_kernel`, `spawn_static_kernel`, `spawn_round_kernel` x (SPAWN_ROUNDS + 1), each round >= 0 after a
 `spawn_conflict_kernel`,
 `goal_walk_kernel`; log replay: `replay_reset_kernel`) -> `observe_kernel` (takes the spawns'
 goal sets; snapshot, observations, lights).
@@ -54,6 +54,7 @@ from pictura.sim.spawn import (
     PURPOSE_GOALS,
     PURPOSE_SEED,
     STATIC_UNKNOWN,
+    agent_count_draw,
     begin_row_reset,
     draw_agent_count,
     draw_junction,
@@ -112,10 +113,14 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
     """Carry every per-slot field over and advance active agents by the bicycle model;
     replayed slots (log replay) take their logged pose instead."""
     slot = wp.tid()
-    if slot == model.world_slot_start[model.slot_world[slot]]:
-        # the world's first slot clears the counts `rules_kernel` adds to
-        state_out.world_valid_count[model.slot_world[slot]] = 0
-        state_out.world_halted_count[model.slot_world[slot]] = 0
+    if slot < model.num_worlds:
+        # (W <= S) this episode's slot range goes on (a block reset redraws it later in the
+        # step); clear the counts `rules_kernel` adds to
+        state_out.world_slot_start[slot] = state_in.world_slot_start[slot]
+        state_out.world_slot_count[slot] = state_in.world_slot_count[slot]
+        state_out.world_valid_count[slot] = 0
+        state_out.world_halted_count[slot] = 0
+    state_out.slot_world[slot] = state_in.slot_world[slot]
     # fields the dynamics do not touch
     state_out.length[slot] = state_in.length[slot]
     state_out.width[slot] = state_in.width[slot]
@@ -209,7 +214,7 @@ def contact_kernel(
         return
     if model.slot_mode[slot] == _REPLAYED:
         return
-    w = model.slot_world[slot]
+    w = state_out.slot_world[slot]
     contact_parts = agent_parts + parked_parts
     if part < contact_parts:
         if collides_part(model, state_out, state_in.agent_box, slot, w, part, agent_parts, parked_parts) != 0:
@@ -251,7 +256,7 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     slot = wp.tid()
     if state_out.valid[slot] == 0:
         return
-    w = model.slot_world[slot]
+    w = state_out.slot_world[slot]
     wp.atomic_add(state_out.world_valid_count, w, 1)
     if state_out.halted[slot] != 0:
         wp.atomic_add(state_out.world_halted_count, w, 1)
@@ -332,7 +337,8 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
 @wp.kernel
 def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     """Advance each world's clock and decide its reset (past episode_length, or too many
-    halted; log replay: no early reset); a resetting world draws its new agent count. Clears
+    halted; packed layouts: halted over the whole block; log replay: no early reset); a
+    resetting world of a static layout draws its new agent count. Clears
     ``world_active_count`` (`observe_kernel` counts)."""
     w = wp.tid()
     state_out.world_seed[w] = state_in.world_seed[w]
@@ -340,8 +346,8 @@ def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateDa
     state_out.world_active_count[w] = 0
     episode = state_in.world_episode[w]
     step = state_in.world_step[w] + 1
-    start = model.world_slot_start[w]
-    count = model.world_slot_count[w]
+    start = state_out.world_slot_start[w]
+    count = state_out.world_slot_count[w]
     if model.replay != 0:
         # log replay: a controlled vehicle that reached its single goal leaves the world
         for slot in range(start, start + count):
@@ -351,6 +357,15 @@ def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateDa
                     state_out.speed[slot] = 0.0
     n_valid = state_out.world_valid_count[w]
     n_halted = state_out.world_halted_count[w]
+    if model.block_slots > 0:
+        # packed: the world records of a block reset together, on the block's counts (their
+        # clocks agree, so every record of the block takes the same decision)
+        first = (w // model.worlds_per_block) * model.worlds_per_block
+        n_valid = int(0)
+        n_halted = int(0)
+        for k in range(first, first + model.worlds_per_block):
+            n_valid += state_out.world_valid_count[k]
+            n_halted += state_out.world_halted_count[k]
     reset = step >= model.episode_length
     if (
         model.replay == 0
@@ -365,8 +380,8 @@ def world_clock_kernel(model: ModelData, state_in: StateData, state_out: StateDa
         state_out.world_reset[w] = 1
     state_out.world_episode[w] = episode
     state_out.world_step[w] = step
-    if reset and model.replay == 0:
-        draw_agent_count(model, state_out, w)
+    if reset and model.replay == 0 and model.block_slots == 0:
+        draw_agent_count(model, state_out, w)  # packed layouts: `pack_records_kernel`
 
 
 @wp.kernel
@@ -379,8 +394,57 @@ def reset_clock_kernel(model: ModelData, seed: int, state: StateData):
     state.world_step[w] = 0
     state.world_reset[w] = 1
     state.world_active_count[w] = 0
-    if model.replay == 0:
-        draw_agent_count(model, state, w)
+    if model.replay == 0 and model.block_slots == 0:
+        draw_agent_count(model, state, w)  # packed layouts: `pack_records_kernel`
+
+
+@wp.kernel
+def pack_records_kernel(model: ModelData, state: StateData):
+    """Packed layouts, one thread per world record of a resetting block: the block's records
+    draw their agent counts U{agents_lo, agents_hi} in order (each from its own RNG stream,
+    `agent_count_draw`) and take consecutive slot ranges from the block's first slot while
+    they fit; the first record that would overflow the block, and every record after it, get
+    count 0 this episode. Each thread replays the draws of the records before it (<=
+    worlds_per_block), so no thread waits on another. Writes ``world_slot_start``,
+    ``world_slot_count`` and ``world_agent_count`` (the same count: a record's range is
+    exactly its agents)."""
+    w = wp.tid()
+    if state.world_reset[w] == 0:
+        return
+    block = w // model.worlds_per_block
+    first = block * model.worlds_per_block
+    start = block * model.block_slots
+    end = start + model.block_slots
+    full = bool(False)
+    count = int(0)
+    for k in range(first, w + 1):
+        n = agent_count_draw(model, state, k)
+        if full or start + n > end:
+            full = True
+            n = 0
+        count = n
+        if k < w:
+            start += n
+    state.world_slot_start[w] = start
+    state.world_slot_count[w] = count
+    state.world_agent_count[w] = count
+
+
+@wp.kernel
+def pack_slots_kernel(model: ModelData, state: StateData):
+    """Packed layouts, one thread per slot of a resetting block: ``slot_world`` from the
+    ranges `pack_records_kernel` wrote (a slot outside every range: the block's first
+    record)."""
+    slot = wp.tid()
+    first = (slot // model.block_slots) * model.worlds_per_block
+    if state.world_reset[first] == 0:
+        return
+    owner = first
+    for k in range(first, first + model.worlds_per_block):
+        start = state.world_slot_start[k]
+        if slot >= start and slot < start + state.world_slot_count[k]:
+            owner = k
+    state.slot_world[slot] = owner
 
 
 @wp.kernel
@@ -396,7 +460,7 @@ def reset_rows_kernel(model: ModelData, state_in: StateData, from_step: int, sta
     jw = model.world_junction_world.shape[0]
     if tid < model.num_slots:
         slot = tid
-        if state_out.world_reset[model.slot_world[slot]] == 0:
+        if state_out.world_reset[state_out.slot_world[slot]] == 0:
             return
         if from_step != 0:
             if state_in.valid[slot] != 0 and state_in.halted[slot] == 0 and state_out.terminated[slot] == 0:
@@ -408,7 +472,7 @@ def reset_rows_kernel(model: ModelData, state_in: StateData, from_step: int, sta
             begin_row_reset(model, state_out, slot)
     elif tid < rows:
         row = tid
-        if state_out.world_reset[row_world(model, row)] != 0:
+        if state_out.world_reset[row_world(model, state_out, row)] != 0:
             begin_row_reset(model, state_out, row)
         else:
             for c in range(8):
@@ -447,7 +511,7 @@ def spawn_static_kernel(model: ModelData, state: StateData):
     else:
         row = model.num_slots + (tid - eager) // model.spawn_attempts
         attempt = tid - eager - (row - model.num_slots) * model.spawn_attempts
-    if state.world_reset[row_world(model, row)] == 0:
+    if state.world_reset[row_world(model, state, row)] == 0:
         return
     if row < model.num_slots and attempt == 0:
         # the tries left to the rounds
@@ -462,7 +526,7 @@ def spawn_conflict_kernel(model: ModelData, spawn_round: int, parts: int, state:
     acceptance test of round ``spawn_round`` >= 0 split over the higher-ranked rows (a
     thread's chain is ~1 / parts of the up to 159 ranks of one row)."""
     part, row = wp.tid()
-    if state.world_reset[row_world(model, row)] != 0:
+    if state.world_reset[row_world(model, state, row)] != 0:
         spawn_conflict_part(model, state, row, spawn_round, part, parts)
 
 
@@ -471,7 +535,7 @@ def spawn_round_kernel(model: ModelData, spawn_round: int, last: int, state: Sta
     """One thread per snapshot row of the resetting worlds: `spawn_round`."""
     row = wp.tid()
     # (the mask is tested here, not only inside: on "cpu" every call copies the structs)
-    if state.world_reset[row_world(model, row)] != 0:
+    if state.world_reset[row_world(model, state, row)] != 0:
         spawn_round_row(model, state, row, spawn_round, last)
 
 
@@ -606,7 +670,7 @@ def observe_kernel(model: ModelData, state: StateData):
         active = 1
     state.active[slot] = active
     if active != 0:
-        wp.atomic_add(state.world_active_count, model.slot_world[slot], 1)
+        wp.atomic_add(state.world_active_count, state.slot_world[slot], 1)
     write_observation(
         model,
         state,

@@ -89,12 +89,9 @@ class ModelData:
     stop_cell_items: wp.array(dtype=wp.int32)
     # world layout
     world_map: wp.array(dtype=wp.int32)
-    world_slot_start: wp.array(dtype=wp.int32)
-    world_slot_count: wp.array(dtype=wp.int32)
     world_light_start: wp.array(dtype=wp.int32)
     world_junction_start: wp.array(dtype=wp.int32)
     world_junction_world: wp.array(dtype=wp.int32)
-    slot_world: wp.array(dtype=wp.int32)
     world_light_world: wp.array(dtype=wp.int32)
     world_light_map_light: wp.array(dtype=wp.int32)
     # conditioning table (Table 2)
@@ -125,6 +122,8 @@ class ModelData:
     num_slots: int
     num_worlds: int
     parked_per_world: int
+    block_slots: int  # packed layouts (`WorldLayout.packed`): slots per block; 0: static layout
+    worlds_per_block: int
     pedestrian_fraction: float
     cyclist_fraction: float
     pedestrian_goal_radius: float
@@ -197,9 +196,10 @@ class Model:
                   lane_cell_offsets (C + 1,), lane_cell_items: global lane segment ids per cell;
                   edge_cell_offsets (C + 1,), edge_cell_items: global road-edge segment ids per cell;
                   stop_cell_offsets (C + 1,), stop_cell_items: global stop line ids per cell
-    Layout (`WorldLayout`): world_map, world_slot_start, world_slot_count, world_light_start (W,);
+    Layout (`WorldLayout`): world_map, world_light_start (W,);
                   world_junction_start (W,) first world-junction of world w; world_junction_world
-                  (Jw,) world of each world junction; slot_world (S,);
+                  (Jw,) world of each world junction (the slot ranges, world_slot_start /
+                  world_slot_count / slot_world, are per episode in `State`);
                   world_light_world (Tw,) world of each world light; world_light_map_light (Tw,)
                   its global map light id
     Conditioning: cond_low, cond_high (17,) float; cond_kind (17,) DIST_* (Table 2)
@@ -354,7 +354,12 @@ def build_model(
     M = len(road_maps)
     if layout.world_map.min() < 0 or layout.world_map.max() >= M:
         raise ValueError(f"layout.world_map holds a map index outside 0..{M - 1}")
-    min_slots = int(layout.world_slot_count.min())
+    if layout.is_packed:
+        if replay is not None:
+            raise ValueError("log replay needs a static layout (WorldLayout.uniform), not a packed one")
+        min_slots = layout.block_slots
+    else:
+        min_slots = int(layout.world_slot_count.min())
     if config.agents_per_world[1] > min_slots:
         raise ValueError(
             f"SimConfig.agents_per_world high {config.agents_per_world[1]} exceeds the {min_slots} slots of a world"
@@ -364,7 +369,7 @@ def build_model(
             f"layout.parked_per_world {layout.parked_per_world} != SimConfig.parked_per_world "
             f"{config.parked_per_world} (pass parked_per_world to WorldLayout.uniform)"
         )
-    if len(layout.slot_world) != int(layout.world_slot_count.sum()):
+    if not layout.is_packed and len(layout.slot_world) != int(layout.world_slot_count.sum()):
         raise ValueError("layout.slot_world does not match layout.world_slot_count")
     lights_per_world = np.array([len(road_maps[m].light_position) for m in layout.world_map], np.int32)
     light_start = np.zeros(len(lights_per_world), np.int32)
@@ -534,14 +539,11 @@ def build_model(
 
     wm = layout.world_map.astype(i)
     a["world_map"] = wm
-    a["world_slot_start"] = layout.world_slot_start.astype(i)
-    a["world_slot_count"] = layout.world_slot_count.astype(i)
     a["world_light_start"] = layout.world_light_start.astype(i)
     world_junctions = np.asarray(junction_counts, i)[wm]
     a["world_junction_start"] = _starts(world_junctions.tolist())[:-1]
     a["world_junction_world"] = np.repeat(np.arange(len(wm), dtype=i), world_junctions)
     model.world_junction_total = int(world_junctions.sum())
-    a["slot_world"] = layout.slot_world.astype(i)
     a["world_light_world"] = np.repeat(np.arange(len(wm), dtype=i), lights_per_world)
     a["world_light_map_light"] = (
         np.concatenate(
@@ -625,6 +627,8 @@ def build_model(
         num_slots=int(layout.num_slots),
         num_worlds=int(layout.num_worlds),
         parked_per_world=int(layout.parked_per_world),
+        block_slots=int(layout.block_slots),
+        worlds_per_block=int(layout.worlds_per_block),
         pedestrian_fraction=float(c.pedestrian_fraction),
         cyclist_fraction=float(c.cyclist_fraction),
         pedestrian_goal_radius=float(c.pedestrian_goal_radius),

@@ -240,7 +240,7 @@ class ReplayLog:
 def follow_log(model: ModelData, state_in: StateData, slot: int, state_out: StateData):
     """A replayed slot takes its log's pose of the step this step arrives at (world step + 1);
     invalid when the log is (``track_valid`` keeps only the first valid run)."""
-    w = model.slot_world[slot]
+    w = state_in.slot_world[slot]
     t = state_in.world_step[w] + 1
     tr = model.slot_track[slot]
     on = int(0)
@@ -306,9 +306,9 @@ def restore_logged_world(model: ModelData, state: StateData, w: int):
         state.light_off[l0 + k] = 1
 
     key = rng_key(state.world_seed[w], _P_AGENTS, state.world_episode[w], 0)
-    start = model.world_slot_start[w]
+    start = state.world_slot_start[w]
     n = int(0)
-    for k in range(model.world_slot_count[w]):
+    for k in range(state.world_slot_count[w]):
         slot = start + k
         clear_slot(state, slot)
         mode = model.slot_mode[slot]

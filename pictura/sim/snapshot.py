@@ -41,6 +41,23 @@ class WorldLayout:
     light_count: int  # total lights over all worlds
     slot_world: np.ndarray  # (S,) int32
     parked_per_world: int = 0  # parked-car snapshot rows per world (after the S slot rows)
+    block_slots: int = 0  # packed layouts: slots per block (0: a static layout)
+    worlds_per_block: int = 0  # packed layouts: world records per block
+
+    @property
+    def is_packed(self) -> bool:
+        """Packed layouts (`packed`) redraw each world's slot range at every block reset: the
+        slot arrays above are only the state before the first reset (the simulator's `State`
+        holds the current ones)."""
+        return self.block_slots > 0
+
+    def require_static(self, consumer: str) -> None:
+        """Raise ``ValueError`` for a packed layout: ``consumer`` reads the static slot arrays."""
+        if self.is_packed:
+            raise ValueError(
+                f"{consumer}: packed layouts are simulator-only for now (the slot ranges change at "
+                "every block reset and live in the simulator State); use WorldLayout.uniform"
+            )
 
     @property
     def box_count(self) -> int:
@@ -91,4 +108,44 @@ class WorldLayout:
             light_count=int(lights.sum()),
             slot_world=np.repeat(np.arange(W, dtype=np.int32), slots_per_world),
             parked_per_world=int(parked_per_world),
+        )
+
+    @staticmethod
+    def packed(
+        world_map: np.ndarray | list[int],
+        block_slots: int,
+        worlds_per_block: int,
+        lights_per_map: list[int],
+        parked_per_world: int = 0,
+    ) -> WorldLayout:
+        """B = W / ``worlds_per_block`` blocks of ``block_slots`` slots, each holding up to
+        ``worlds_per_block`` world records (``world_map`` lists W records, block by block).
+
+        At a block's reset its records draw their agent counts in order and take consecutive
+        slot ranges while they fit (`pictura.sim.kernels.pack_records_kernel`); the slot arrays
+        here are the layout before the first reset: every record empty at its block's start,
+        every slot owned by its block's first record (see `State.slot_world`)."""
+        world_map = np.asarray(world_map, np.int32)
+        if block_slots < 1:
+            raise ValueError(f"block_slots must be >= 1, got {block_slots}")
+        if not 1 <= worlds_per_block <= block_slots:
+            raise ValueError(f"worlds_per_block must be in 1..block_slots ({block_slots}), got {worlds_per_block}")
+        if world_map.ndim != 1 or len(world_map) == 0 or len(world_map) % worlds_per_block:
+            raise ValueError(
+                f"world_map must list a positive multiple of worlds_per_block ({worlds_per_block}) "
+                f"records, got {world_map.shape}"
+            )
+        blocks = len(world_map) // worlds_per_block
+        static = WorldLayout.uniform(world_map, 1, lights_per_map, parked_per_world)
+        first_record = np.arange(blocks, dtype=np.int32) * worlds_per_block
+        return WorldLayout(
+            world_map=static.world_map,
+            world_slot_start=np.repeat(np.arange(blocks, dtype=np.int32) * block_slots, worlds_per_block),
+            world_slot_count=np.zeros(len(world_map), np.int32),
+            world_light_start=static.world_light_start,
+            light_count=static.light_count,
+            slot_world=np.repeat(first_record, block_slots).astype(np.int32),
+            parked_per_world=static.parked_per_world,
+            block_slots=int(block_slots),
+            worlds_per_block=int(worlds_per_block),
         )

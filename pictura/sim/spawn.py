@@ -251,11 +251,11 @@ def on_stopping_line(
 
 
 @wp.func
-def row_world(model: ModelData, row: int):
+def row_world(model: ModelData, state: StateData, row: int):
     """World of snapshot row ``row`` (a slot, or a parked row after the S slots)."""
     w = int(0)
     if row < model.num_slots:
-        w = model.slot_world[row]
+        w = state.slot_world[row]
     else:
         w = (row - model.num_slots) // model.parked_per_world
     return w
@@ -277,11 +277,17 @@ def lights_key(state: StateData, w: int):
 
 
 @wp.func
-def draw_agent_count(model: ModelData, state: StateData, w: int):
-    """Agents of world ``w``'s new episode, U{agents_lo, agents_hi} (written to
-    ``world_agent_count``; its first that many slots try to spawn)."""
+def agent_count_draw(model: ModelData, state: StateData, w: int):
+    """World ``w``'s draw U{agents_lo, agents_hi} for its new episode (its own RNG stream)."""
     rng = wp.rand_init(agents_key(state, w), -1)
-    n = wp.randi(rng, model.agents_lo, model.agents_hi + 1)
+    return wp.randi(rng, model.agents_lo, model.agents_hi + 1)
+
+
+@wp.func
+def draw_agent_count(model: ModelData, state: StateData, w: int):
+    """Agents of world ``w``'s new episode in a static layout, `agent_count_draw` (written to
+    ``world_agent_count``; its first that many slots try to spawn)."""
+    n = agent_count_draw(model, state, w)
     state.world_agent_count[w] = n
     return n
 
@@ -447,11 +453,11 @@ def static_try_ok(model: ModelData, state: StateData, row: int, attempt: int):
     no other agent: agents' 1.1x box clear of road edges and walls (pedestrians: walls) and
     vehicles / cyclists off stop lines that are red or yellow at t = 0; parked cars beside
     lanes clear of edges with a curb within 0.6 m to their right."""
-    w = row_world(model, row)
+    w = row_world(model, state, row)
     m = model.world_map[w]
     ok = int(0)
     if row < model.num_slots:
-        local = row - model.world_slot_start[w]
+        local = row - state.world_slot_start[w]
         if local < state.world_agent_count[w]:
             usable, pos, heading, speed, seg = agent_try(
                 model, state, m, row, local, attempt, agents_key(state, w)
@@ -471,7 +477,7 @@ def static_try_ok(model: ModelData, state: StateData, row: int, attempt: int):
                     if kind != _PEDESTRIAN:
                         if on_stopping_line(model, state, w, m, pos, heading, length, width) != 0:
                             ok = 0
-    else:
+    elif state.world_agent_count[w] > 0:  # (an empty record of a packed block parks no cars)
         i = row - model.num_slots - w * model.parked_per_world
         key = parked_key(state, w)
         length, width = parked_size(model, i, key)
@@ -491,7 +497,7 @@ def static_try_ok(model: ModelData, state: StateData, row: int, attempt: int):
 def try_record(model: ModelData, state: StateData, row: int, attempt: int):
     """(pose, motion) of try ``attempt`` of ``row``: pose (x, y, z, heading), motion (speed,
     length, width, circumradius); only called for tries that passed `static_try_ok`."""
-    w = row_world(model, row)
+    w = row_world(model, state, row)
     m = model.world_map[w]
     pos = wp.vec3(0.0, 0.0, 0.0)
     heading = float(0.0)
@@ -499,7 +505,7 @@ def try_record(model: ModelData, state: StateData, row: int, attempt: int):
     length = float(0.0)
     width = float(0.0)
     if row < model.num_slots:
-        local = row - model.world_slot_start[w]
+        local = row - state.world_slot_start[w]
         usable, p, h, v, seg = agent_try(model, state, m, row, local, attempt, agents_key(state, w))
         pos = p
         heading = h
@@ -546,24 +552,24 @@ def records_overlap(model: ModelData, pa: wp.vec4, ma: wp.vec4, pb: wp.vec4, mb:
 
 
 @wp.func
-def spawn_rank(model: ModelData, w: int, row: int):
+def spawn_rank(model: ModelData, state: StateData, w: int, row: int):
     """Acceptance priority of ``row`` in world ``w``: its parked rows first, then its slots."""
     rank = int(0)
     if row < model.num_slots:
-        rank = model.parked_per_world + row - model.world_slot_start[w]
+        rank = model.parked_per_world + row - state.world_slot_start[w]
     else:
         rank = row - model.num_slots - w * model.parked_per_world
     return rank
 
 
 @wp.func
-def world_row(model: ModelData, w: int, rank: int):
+def world_row(model: ModelData, state: StateData, w: int, rank: int):
     """Snapshot row of rank ``rank`` in world ``w`` (inverse of `spawn_rank`)."""
     row = int(0)
     if rank < model.parked_per_world:
         row = model.num_slots + w * model.parked_per_world + rank
     else:
-        row = model.world_slot_start[w] + rank - model.parked_per_world
+        row = state.world_slot_start[w] + rank - model.parked_per_world
     return row
 
 
@@ -585,9 +591,9 @@ def clear_of_round(
     every candidate)."""
     cur = (spawn_round + 2) % 2
     clear = int((1 << n) - 1)
-    ranks = model.parked_per_world + model.world_slot_count[w]
+    ranks = model.parked_per_world + state.world_slot_count[w]
     for rank in range(ranks):
-        j = world_row(model, w, rank)
+        j = world_row(model, state, w, rank)
         if clear != 0 and j != row:
             placed = state.spawn_placed_round[j]
             b = cur
@@ -613,12 +619,14 @@ def clear_of_round(
 def row_in_round(model: ModelData, state: StateData, row: int, spawn_round: int):
     """Is ``row`` still placing in round ``spawn_round``: its world resets this step, it is a
     drawn agent slot (or a parked row), and no earlier round accepted it."""
-    w = row_world(model, row)
+    w = row_world(model, state, row)
     if state.world_reset[w] == 0:
         return False
     if row < model.num_slots:
-        if row - model.world_slot_start[w] >= state.world_agent_count[w]:
+        if row - state.world_slot_start[w] >= state.world_agent_count[w]:
             return False
+    elif state.world_agent_count[w] == 0:
+        return False  # an empty world record of a packed block parks no cars
     return state.spawn_placed_round[row] >= spawn_round
 
 
@@ -631,15 +639,15 @@ def spawn_conflict_part(
     ``part + parts``, ... overlaps ``row``'s proposal (`spawn_round_row` then rejects it)."""
     if not row_in_round(model, state, row, spawn_round):
         return
-    w = row_world(model, row)
+    w = row_world(model, state, row)
     cur = (spawn_round + 2) % 2
     motion = state.spawn_motion[cur, row]
     if motion[3] < 0.0:
         return
     pose = state.spawn_pose[cur, row]
     hit = bool(False)
-    for rank in range(part, spawn_rank(model, w, row), parts):
-        j = world_row(model, w, rank)
+    for rank in range(part, spawn_rank(model, state, w, row), parts):
+        j = world_row(model, state, w, rank)
         other = state.spawn_motion[cur, j]
         if not hit and other[3] >= 0.0:
             if records_overlap(model, pose, motion, state.spawn_pose[cur, j], other):
@@ -653,7 +661,7 @@ def spawn_conflict_part(
 def place_agent(model: ModelData, state: StateData, w: int, slot: int, attempt: int):
     """Write ``slot``'s accepted try: pose, speed, lane, goals; the slot becomes valid."""
     m = model.world_map[w]
-    local = slot - model.world_slot_start[w]
+    local = slot - state.world_slot_start[w]
     key = agents_key(state, w)
     usable, pos, heading, speed, seg = agent_try(model, state, m, slot, local, attempt, key)
     kind = state.kind[slot]
@@ -694,7 +702,7 @@ def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: i
     clear try for the next round (none on the last round: the row stays invalid)."""
     if not row_in_round(model, state, row, spawn_round):
         return
-    w = row_world(model, row)
+    w = row_world(model, state, row)
     cur = (spawn_round + 2) % 2
     nxt = (spawn_round + 3) % 2
     accepted = bool(False)
@@ -773,7 +781,7 @@ def spawn_round_row(model: ModelData, state: StateData, row: int, spawn_round: i
 def begin_row_reset(model: ModelData, state: StateData, row: int):
     """Clear ``row`` of a resetting world and its spawn scratch; slots below the world's agent
     count draw their type, size and conditioning."""
-    w = row_world(model, row)
+    w = row_world(model, state, row)
     state.spawn_next[row] = 0
     state.spawn_placed_round[row] = _NOT_PLACED
     state.spawn_conflict[row] = 0
@@ -782,7 +790,7 @@ def begin_row_reset(model: ModelData, state: StateData, row: int):
     state.spawn_motion[1, row] = none
     if row < model.num_slots:
         clear_slot(state, row)
-        local = row - model.world_slot_start[w]
+        local = row - state.world_slot_start[w]
         if local < state.world_agent_count[w]:
             draw_agent(model, state, row, local, agents_key(state, w))
     else:

@@ -72,6 +72,9 @@ class StateData:
     world_active_count: wp.array(dtype=wp.int32)
     world_valid_count: wp.array(dtype=wp.int32)
     world_halted_count: wp.array(dtype=wp.int32)
+    world_slot_start: wp.array(dtype=wp.int32)
+    world_slot_count: wp.array(dtype=wp.int32)
+    slot_world: wp.array(dtype=wp.int32)
     junction_green: wp.array(dtype=float)
     junction_yellow: wp.array(dtype=float)
     junction_red: wp.array(dtype=float)
@@ -147,6 +150,12 @@ class State(_Mirrored):
       world_active_count (W,) slots valid and not halted after this step (slot utilisation);
       world_valid_count, world_halted_count (W,) valid / halted slots after this step's rules
       (before its resets: the early-reset decision).
+    Slot ranges (this episode's; a static `WorldLayout` keeps its own arrays for good, a packed
+    one redraws a block's at the block's reset, `pack_records_kernel`):
+      world_slot_start, world_slot_count (W,): world w's agents live in slots start .. start +
+      count; slot_world (S,): the world whose range holds the slot; a slot of a packed block
+      outside every range (the block's unused tail) belongs to the block's first world record,
+      so its reset flag and map lookups stay valid, and is never valid.
     Traffic lights:
       junction_green/yellow/red (Jw,) s phase durations; junction_offset (Jw,) s;
       junction_mode (Jw,) 0 cycling, 1 off, 2 always green; light_off (Tw,) int 0/1;
@@ -221,6 +230,9 @@ class State(_Mirrored):
                 shape = shapes.get(name, (S,))
             setattr(self, name, wp.zeros(shape, dtype=var.type.dtype, device=d))
         self.goal_stream.fill_(-1)  # no goal-set request
+        layout = model.layout
+        for name in ("world_slot_start", "world_slot_count", "slot_world"):
+            getattr(self, name).assign(np.asarray(getattr(layout, name), np.int32))
         self.device = d
 
     def assign(self, other: State) -> None:

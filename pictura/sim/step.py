@@ -65,6 +65,11 @@ def _respawn(model: Model, state_in: State, state_out: State, from_step: int) ->
     launch sequence whatever resets (`pictura.sim.spawn`)."""
     d = model.device
     rows = model.layout.box_count
+    if model.layout.is_packed:
+        # a resetting block draws its records' counts and slot ranges first: every row of
+        # the reset below reads them
+        wp.launch(kernels.pack_records_kernel, model.num_worlds, inputs=[model.data, state_out.data], device=d)
+        wp.launch(kernels.pack_slots_kernel, model.num_slots, inputs=[model.data, state_out.data], device=d)
     wp.launch(
         kernels.reset_rows_kernel,
         rows + model.junction_count + model.light_count,
