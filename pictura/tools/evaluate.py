@@ -31,6 +31,18 @@ from pictura.eval.protocols import (
 from pictura.eval.report import format_table, plot_metrics, write_json
 from pictura.tools import parse_resolution
 
+GPU_SLOTS_PER_BATCH = 65_536
+"""Default cap on agent slots per batch on a GPU (scenarios x agents per world)."""
+CPU_WORLDS_PER_BATCH = 8
+
+
+def default_worlds_per_batch(device: str, scenarios: int, agents_per_world: float) -> int:
+    """Scenarios side by side when ``--worlds-per-batch`` is not given: on a GPU every scenario
+    of a density at once, while the slots fit `GPU_SLOTS_PER_BATCH`; 8 on the CPU."""
+    if not str(device).startswith("cuda"):
+        return min(CPU_WORLDS_PER_BATCH, scenarios)
+    return max(1, min(scenarios, int(GPU_SLOTS_PER_BATCH // max(agents_per_world, 1))))
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -64,7 +76,11 @@ def _parser() -> argparse.ArgumentParser:
         "--steps", type=int, default=None,
         help="steps per scenario (paper: 3000 in-domain, 600 womd; default 300 in-domain, 600 womd)",
     )
-    p.add_argument("--worlds-per-batch", type=int, default=8, help="scenarios run side by side in one env")
+    p.add_argument(
+        "--worlds-per-batch", type=int, default=None,
+        help="scenarios run side by side in one env (default: every scenario of a density at once on a GPU, "
+        f"up to {GPU_SLOTS_PER_BATCH:,} agent slots; {CPU_WORLDS_PER_BATCH} on the CPU)",
+    )
     p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 (default cpu)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the scenarios (same for every policy)")
     p.add_argument(
@@ -249,6 +265,10 @@ def main(argv: list[str]) -> None:
     if args.steps is None:
         args.steps = WOMD_STEPS if args.protocol == "womd" else 300
     try:
+        if args.worlds_per_batch is None:
+            # WOMD scenes hold up to a few hundred road users; in-domain worlds the largest density
+            densest = 256 if args.protocol == "womd" else max(args.densities or IN_DOMAIN_DENSITIES)
+            args.worlds_per_batch = default_worlds_per_batch(args.device, args.scenarios, densest)
         if args.scenarios < 1 or args.steps < 1 or args.worlds_per_batch < 1:
             raise ValueError("--scenarios, --steps and --worlds-per-batch must be >= 1")
         policies = _parse_policies(args)

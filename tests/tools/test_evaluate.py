@@ -128,3 +128,13 @@ def test_empty_data_folder_is_a_clear_error(tmp_path):
 def test_bad_policy_arguments(tmp_path, args, message):
     with pytest.raises(SystemExit, match=message):
         main([*args, "--json", str(tmp_path / "x.json")])
+
+
+def test_default_worlds_per_batch_runs_a_density_at_once_on_a_gpu():
+    from pictura.tools.evaluate import GPU_SLOTS_PER_BATCH, default_worlds_per_batch
+
+    assert default_worlds_per_batch("cpu", 200, 150) == 8
+    assert default_worlds_per_batch("cpu", 3, 150) == 3
+    assert default_worlds_per_batch("cuda", 200, 150) == 200  # 30,000 slots
+    assert default_worlds_per_batch("cuda:1", 1000, 150) == GPU_SLOTS_PER_BATCH // 150
+    assert default_worlds_per_batch("cuda", 5, 1e6) == 1
