@@ -1,10 +1,8 @@
-"""Small "it learns" runs: PPO through a Lightning Trainer on a bandit-like fake env, and (opt-in,
-PICTURA_SLOW=1) on the real simulator in a tiny town."""
+"""Small "it learns" runs: PPO through a Lightning Trainer on a bandit-like fake env, and on the
+real simulator in a tiny town."""
 
 import functools
-import os
 
-import pytest
 import torch
 from lightning.pytorch import Trainer
 
@@ -47,15 +45,14 @@ def test_ppo_learns_the_rewarded_action(tmp_path):
     assert good_probability() > 0.5  # from 1/12 at the start
 
 
-@pytest.mark.skipif(
-    not os.environ.get("PICTURA_SLOW"),
-    reason="4-9 minutes of CPU training on 2 cores: PICTURA_SLOW=1 runs it (outside the CI budget)",
-)
 def test_ppo_on_a_tiny_town_raises_return_and_goals(tmp_path):
     """The real simulator (Warp on CPU): a tiny procedural town, 8 worlds of 2-6 vehicles with
-    goals 10-30 m apart, the vectorized agent. Over 48 iterations (~200 K agent-steps) the mean
-    reward per agent-step and the goals reached per agent-step both rise (last 12 iterations vs
-    the first 12), with a fixed seed."""
+    goals 10-30 m apart, a small vectorized agent. Over 48 iterations (~100 K agent-steps, about
+    a minute on 2 cores) the mean reward per agent-step and the goals reached per agent-step both
+    rise (last 12 iterations vs the first 12), with a fixed seed. The same setup through
+    `python -m pictura fit` with seed_everything 0 / 1 / 2 gave reward +0.019 / +0.012 / +0.008
+    and goals x3.7 / x2.4 / x2.9, so the margins below hold across seeds, not just for one
+    trajectory (CPUs that round differently diverge from it)."""
     from lightning.pytorch.callbacks import Callback
 
     from pictura.envs import DrivingEnv
@@ -75,9 +72,10 @@ def test_ppo_on_a_tiny_town_raises_return_and_goals(tmp_path):
     sim = SimConfig(goal_spacing_m=(10.0, 30.0), pedestrian_fraction=0.0, cyclist_fraction=0.0)
     env = functools.partial(
         DrivingEnv, maps=["procedural:seed=0,blocks_x=2,blocks_y=2"], num_worlds=8, slots_per_world=8,
-        agents_per_world=(2, 6), sim=sim, observation=VectorizedObservationConfig(),
+        agents_per_world=(2, 6), sim=sim,
+        observation=VectorizedObservationConfig(max_partners=8, max_lanes=24, max_boundaries=24, max_traffic=4),
     )
-    policy = functools.partial(VectorizedPolicy, trunk_width=128, trunk_layers=2)
+    policy = functools.partial(VectorizedPolicy, group_width=32, trunk_width=64, trunk_layers=2)
     model = PPO(env=env, policy=policy, rollout_steps=64, minibatch_size=512, learning_rate=1e-3, max_iterations=48)
     record = Record()
     trainer = Trainer(accelerator="cpu", devices=1, max_epochs=-1, logger=False, enable_checkpointing=False,
@@ -89,5 +87,5 @@ def test_ppo_on_a_tiny_town_raises_return_and_goals(tmp_path):
     def mean(x):
         return sum(x) / len(x)
 
-    assert mean(record.reward[-12:]) > mean(record.reward[:12]) + 0.01  # about -0.06 -> -0.03
-    assert mean(record.goals[-12:]) > 1.5 * mean(record.goals[:12])  # about 3x
+    assert mean(record.reward[-12:]) > mean(record.reward[:12]) + 0.005  # -0.052 -> -0.033 (seed 0, CLI)
+    assert mean(record.goals[-12:]) > 1.5 * mean(record.goals[:12])  # 0.0030 -> 0.0112 (seed 0, CLI)
