@@ -134,39 +134,49 @@ class Renderer:
         self._light_color = arr(LIGHT_COLOR, wp.vec3)
         self._misc_color = arr(np.array([SKY, GROUND, WALL], np.float32), wp.vec3)
 
+    def _scratch_shapes(self) -> dict[str, tuple[tuple[int, ...], type]]:
+        """Per-view buffers of a chunk (independent of resolution): attribute -> (shape of one
+        view's part, dtype). One table for `_scratch` and `scratch_bytes_per_view`."""
+        k = self.list_capacity
+        return {
+            "_view_origin": ((), wp.vec3),
+            "_view_basis": ((), wp.mat33),
+            "_view_step": ((), wp.int32),
+            "_view_world": ((), wp.int32),
+            "_view_ground": ((), wp.float32),
+            "_view_slot": ((), wp.int32),
+            "_view_query": ((), wp.vec4i),
+            "_list_ref": ((k,), wp.int32),
+            "_list_bound": ((k,), wp.float32),
+            "_list_count": ((), wp.int32),
+            "_cand_ref": ((self._cand_capacity,), wp.int32),
+            "_cand_bound": ((self._cand_capacity,), wp.float32),
+            "_cand_count": ((), wp.int32),
+            "_tile_range": ((k,), wp.vec4i),
+            "_rec": ((k, kernels.REC_WORDS), wp.vec4),
+            "_entry_edge": ((k, 4), wp.vec3),
+        }
+
     def _scratch(self, views: int) -> None:
-        """Per-view buffers for one chunk (independent of resolution)."""
+        """Allocate the per-view buffers (`_scratch_shapes`) for a chunk of ``views`` views."""
         if views <= self._scratch_views:
             return
-        dev, k = self.device, self.list_capacity
-        self._view_origin = wp.zeros(views, dtype=wp.vec3, device=dev)
-        self._view_basis = wp.zeros(views, dtype=wp.mat33, device=dev)
-        self._view_step = wp.zeros(views, dtype=wp.int32, device=dev)
-        self._view_world = wp.zeros(views, dtype=wp.int32, device=dev)
-        self._view_ground = wp.zeros(views, dtype=wp.float32, device=dev)
-        self._view_slot = wp.zeros(views, dtype=wp.int32, device=dev)
-        self._view_query = wp.zeros(views, dtype=wp.vec4i, device=dev)
-        self._list_ref = wp.zeros((views, k), dtype=wp.int32, device=dev)
-        self._list_bound = wp.zeros((views, k), dtype=wp.float32, device=dev)
-        self._list_count = wp.zeros(views, dtype=wp.int32, device=dev)
-        self._cand_ref = wp.zeros((views, self._cand_capacity), dtype=wp.int32, device=dev)
-        self._cand_bound = wp.zeros((views, self._cand_capacity), dtype=wp.float32, device=dev)
-        self._cand_count = wp.zeros(views, dtype=wp.int32, device=dev)
-        self._tile_range = wp.zeros((views, k), dtype=wp.vec4i, device=dev)
-        self._rec = wp.zeros((views, k, kernels.REC_WORDS), dtype=wp.vec4, device=dev)
-        self._entry_edge = wp.zeros((views, k, 4), dtype=wp.vec3, device=dev)
+        for name, (shape, dtype) in self._scratch_shapes().items():
+            setattr(self, name, wp.zeros((views, *shape), dtype=dtype, device=self.device))
         self._scratch_views = views
+
+    def _tile_mask_shape(self) -> tuple[int, int]:
+        """One view's part of the tile masks at the rig's current resolution: (2 bands per 8x8
+        tile, one uint32 word per 32 list entries)."""
+        tile = kernels.TILE_PX
+        tiles = ((self.rig.width + tile - 1) // tile) * ((self.rig.height + tile - 1) // tile)
+        return 2 * tiles, (self.list_capacity + 31) // 32
 
     def scratch_bytes_per_view(self) -> int:
         """Device bytes of one view's scratch at the rig's current resolution (`_scratch`,
         `_tile_mask`)."""
-        k, tile = self.list_capacity, kernels.TILE_PX
-        tiles = ((self.rig.width + tile - 1) // tile) * ((self.rig.height + tile - 1) // tile)
-        per_view = 3 * 4 + 9 * 4 + 4 * 4 + 4 * 4  # origin, basis, step/world/ground/slot, query
-        lists = k * (4 + 4) + 4 + self._cand_capacity * (4 + 4) + 4  # lists, candidates, counts
-        entries = k * (16 + kernels.REC_WORDS * 16 + 4 * 12)  # tile ranges, records, edges
-        mask = 2 * tiles * ((k + 31) // 32) * 4
-        return per_view + lists + entries + mask
+        parts = [*self._scratch_shapes().values(), (self._tile_mask_shape(), wp.uint32)]
+        return sum(int(np.prod(shape, dtype=np.int64)) * wp.types.type_size_in_bytes(dtype) for shape, dtype in parts)
 
     def chunk_requests(self, n: int) -> int:
         """Requests per kernel pass for ``n`` requests: ``chunk_size``, or sized from free memory."""
@@ -184,9 +194,7 @@ class Renderer:
     def _tile_mask(self, views: int) -> wp.array:
         """(views, 2 * tiles, words) uint32 screen-bin masks (two bands per tile); sized by chunk
         and resolution."""
-        tile = kernels.TILE_PX
-        tiles = ((self.rig.width + tile - 1) // tile) * ((self.rig.height + tile - 1) // tile)
-        shape = (views, 2 * tiles, (self.list_capacity + 31) // 32)
+        shape = (views, *self._tile_mask_shape())
         mask = getattr(self, "_mask", None)
         if mask is None or mask.shape[0] < views or mask.shape[1:] != shape[1:]:
             self._mask = wp.zeros(shape, dtype=wp.uint32, device=self.device)
