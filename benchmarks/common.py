@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import resource
 import statistics
 import time
 from collections.abc import Callable
+
+import warp as wp
 
 from pictura.maps.sources import CARLA_TOWNS, data_root
 
@@ -41,3 +44,10 @@ def median_seconds(fn: Callable[[], object], repeats: int, device, warmup: int =
             fn()
             samples.append(time.perf_counter() - t0)
     return statistics.median(samples)
+
+
+def peak_mem_gib(device: wp.context.Device) -> float:
+    """Warp's memory-pool high-water mark on a GPU; the process's peak resident set on the CPU."""
+    if device.is_cuda:
+        return wp.get_mempool_used_mem_high(device) / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import time
 from pathlib import Path
@@ -40,9 +39,9 @@ import warp as wp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.common import peak_mem_gib, town_sources  # noqa: E402
 from benchmarks.kernel_profile import profile_kernels  # noqa: E402
 from pictura.maps.roadmap import RoadMap, pack_polylines  # noqa: E402
-from pictura.maps.sources import CARLA_TOWNS  # noqa: E402
 from pictura.render import CameraRig, Renderer  # noqa: E402
 from pictura.render.demo import spawn_snapshot  # noqa: E402
 from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, WorldLayout  # noqa: E402
@@ -107,12 +106,6 @@ def load_scene(source: str) -> RoadMap:
         return synthetic_town()
 
 
-def peak_mem_gib(device: wp.context.Device) -> float:
-    if device.is_cuda:
-        return wp.get_mempool_used_mem_high(device) / 2**30
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
-
-
 def device_used_bytes(device: wp.context.Device) -> int:
     """Device-level used memory (cudaMemGetInfo: total - free), after a synchronisation."""
     wp.synchronize_device(device)
@@ -131,9 +124,7 @@ def has_carla_data() -> bool:
 def pick_sources(scene: str, source: str) -> list[str]:
     """Map sources of the scene: the pinned scene's one map, or the training batch's 8 towns."""
     if scene == "training":
-        if has_carla_data():
-            return [f"carla:{town}" for town in CARLA_TOWNS]
-        return [f"procedural:seed={seed}" for seed in range(len(CARLA_TOWNS))]
+        return town_sources()
     if source != "auto":
         return [source]
     return ["carla:Town10HD" if has_carla_data() else "procedural:seed=0"]

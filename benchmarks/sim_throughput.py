@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ import warp as wp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import town_sources  # noqa: E402
+from benchmarks.common import peak_mem_gib, town_sources  # noqa: E402
 from benchmarks.kernel_profile import profile_kernels  # noqa: E402
 from pictura.maps import load_road_map  # noqa: E402
 from pictura.sim import SimConfig, build_model, reset, step  # noqa: E402
@@ -53,12 +52,6 @@ def count_active_kernel(
         wp.atomic_add(total_out, 0, wp.int64(1))
     if tid == 0:
         wp.atomic_add(counter, 0, 1)
-
-
-def peak_mem_gib(device: wp.context.Device) -> float:
-    if device.is_cuda:
-        return wp.get_mempool_used_mem_high(device) / 2**30
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
 
 
 def main() -> None:
