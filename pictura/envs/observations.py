@@ -424,6 +424,27 @@ def clear_member(row: int, j: int, out: wp.array3d(dtype=float)):
         out[row, j, k] = 0.0
 
 
+@wp.func
+def write_segment_set(
+    origin: wp.vec2, c: float, s: float, row: int, base: int, count: int,
+    seg_a: wp.array(dtype=wp.vec2), seg_b: wp.array(dtype=wp.vec2),
+    last: wp.array(dtype=float), last_scale: float,
+    scratch_item: wp.array2d(dtype=wp.int32),
+    out: wp.array3d(dtype=float), mask_out: wp.array2d(dtype=wp.bool),
+):
+    """Members of a segment set (lanes, boundaries) from the ``count`` ids `gather_segments` left
+    in scratch rows ``base ...`` of column ``row``; the rest of the set empty. Each member's last
+    feature is ``last[id] / last_scale`` (lane width, boundary kind)."""
+    for j in range(out.shape[1]):
+        if j < count:
+            i = scratch_item[base + j, row]
+            write_segment(origin, c, s, seg_a[i], seg_b[i], last[i] / last_scale, row, j, out)
+            mask_out[row, j] = True
+        else:
+            clear_member(row, j, out)
+            mask_out[row, j] = False
+
+
 @wp.kernel
 def vectorized_observation_kernel(
     map_data: VectorMapData,
@@ -539,16 +560,10 @@ def vectorized_observation_kernel(
                 origin, c, s, m, row, base, max_lanes, map_data.lane_a, map_data.lane_b, map_data,
                 map_data.lane_cell_offsets, map_data.lane_cell_items, bins, 0, scratch_dist, scratch_item,
             )
-        for j in range(max_lanes):
-            if j < count:
-                i = scratch_item[base + j, row]
-                write_segment(
-                    origin, c, s, map_data.lane_a[i], map_data.lane_b[i], map_data.lane_width[i] / _WID, row, j, lanes_out
-                )
-                lanes_mask_out[row, j] = True
-            else:
-                clear_member(row, j, lanes_out)
-                lanes_mask_out[row, j] = False
+        write_segment_set(
+            origin, c, s, row, base, count, map_data.lane_a, map_data.lane_b, map_data.lane_width, _WID,
+            scratch_item, lanes_out, lanes_mask_out,
+        )
 
     elif entity_set == 2:
         # Boundaries: road edges and walls.
@@ -559,17 +574,10 @@ def vectorized_observation_kernel(
                 origin, c, s, m, row, base, max_boundaries, map_data.boundary_a, map_data.boundary_b, map_data,
                 map_data.boundary_cell_offsets, map_data.boundary_cell_items, bins, _BINS, scratch_dist, scratch_item,
             )
-        for j in range(max_boundaries):
-            if j < count:
-                i = scratch_item[base + j, row]
-                write_segment(
-                    origin, c, s, map_data.boundary_a[i], map_data.boundary_b[i], map_data.boundary_kind[i],
-                    row, j, boundaries_out,
-                )
-                boundaries_mask_out[row, j] = True
-            else:
-                clear_member(row, j, boundaries_out)
-                boundaries_mask_out[row, j] = False
+        write_segment_set(
+            origin, c, s, row, base, count, map_data.boundary_a, map_data.boundary_b, map_data.boundary_kind, 1.0,
+            scratch_item, boundaries_out, boundaries_mask_out,
+        )
 
     else:
         # Traffic controls: stop lines and the state of their light.
