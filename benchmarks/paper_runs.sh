@@ -31,18 +31,27 @@ torch.save({k: ckpt[k] for k in keep if k in ckpt}, sys.argv[2])
 EOF
 }
 
-curve() {  # name config
-    local name="$1" config="$2"
+fit_for() {  # name precision fit-args...: train for [minutes] into $runs/name, log to $out/name.log
+    local name="$1" precision="$2"
+    shift 2
     local started=$SECONDS
-    python3 -m pictura fit -c "$config" -c configs/learning_curve.yaml ${MAPS_OVERLAY:-} \
-        --trainer.precision="${PRECISION:-bf16-mixed}" --model.init_args.compile_policy="${COMPILE:-true}" \
+    python3 -m pictura fit "$@" \
+        --trainer.precision="$precision" --model.init_args.compile_policy="${COMPILE:-true}" \
         --trainer.max_time="00:00:$(printf %02d "$minutes"):00" --trainer.enable_progress_bar=false \
         --trainer.default_root_dir="$runs" --trainer.logger.init_args.save_dir="$runs" \
         --trainer.logger.init_args.name="$name" > "$out/$name.log" 2>&1
-    local rc=$?
-    echo "== $name: exit $rc after $((SECONDS - started)) s"
+    echo "== $name: exit $? after $((SECONDS - started)) s"
+}
+
+last_run() {  # name: the newest version folder of the run
+    ls -d "$runs/$1"/version_* | tail -1
+}
+
+curve() {  # name config
+    local name="$1" config="$2"
+    fit_for "$name" "${PRECISION:-bf16-mixed}" -c "$config" -c configs/learning_curve.yaml ${MAPS_OVERLAY:-}
     local dir
-    dir="$(ls -d "$runs/$name"/version_* | tail -1)"
+    dir="$(last_run "$name")"
     cp "$dir/eval/density_sweep.jsonl" "$out/${name}_sweeps.jsonl"
     strip_ckpt "$dir/checkpoints/last.ckpt" "$out/${name}.ckpt"
     cp "$dir"/events.out.tfevents.* "$out/${name}.tfevents"
@@ -52,14 +61,8 @@ curve() {  # name config
 case "$part" in
     precision)
         for prec in 32 bf16-mixed; do
-            started=$SECONDS
-            python3 -m pictura fit -c configs/alberti.yaml --trainer.precision="$prec" \
-                --model.init_args.compile_policy="${COMPILE:-true}" --trainer.callbacks=[] \
-                --trainer.max_time="00:00:$(printf %02d "$minutes"):00" --trainer.enable_progress_bar=false \
-                --trainer.default_root_dir="$runs" --trainer.logger.init_args.save_dir="$runs" \
-                --trainer.logger.init_args.name="precision_$prec" > "$out/precision_$prec.log" 2>&1
-            echo "== precision $prec: exit $? after $((SECONDS - started)) s"
-            cp "$(ls -d "$runs/precision_$prec"/version_* | tail -1)"/events.out.tfevents.* "$out/precision_$prec.tfevents"
+            fit_for "precision_$prec" "$prec" -c configs/alberti.yaml --trainer.callbacks=[]
+            cp "$(last_run "precision_$prec")"/events.out.tfevents.* "$out/precision_$prec.tfevents"
         done
         python3 -m pictura curves --training "fp32=$out/precision_32.tfevents" \
             "bf16-mixed=$out/precision_bf16-mixed.tfevents" --out "$out/precision.png"
