@@ -51,7 +51,7 @@ from torchrl.data import Categorical, Composite, Unbounded
 
 from pictura.maps.roadmap import LIGHT_OFF, MAX_LANE_CHUNK_M, RoadMap
 from pictura.sim.features import EGO_AUX_WIDTH
-from pictura.sim.grid import GRID_MARGIN_M, Grid, bin_segments
+from pictura.sim.grid import GRID_MARGIN_M, Grid, bin_segments, clamped_cells
 from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
 
 # No gradients flow through observations.
@@ -274,7 +274,7 @@ def distance_bin(dist: float):
 
 @wp.func
 def cell_range(origin: wp.vec2, c: float, s: float, reach: float, g0: wp.vec2, cell: float, nx: int, ny: int):
-    """Cells (ix0, ix1, iy0, iy1) under the axis-aligned world box of the window, cut to the box
+    """Cells (ix0, iy0, ix1, iy1) under the axis-aligned world box of the window, cut to the box
     of the disk of radius ``reach`` around the agent."""
     lo = wp.vec2(1.0e30, 1.0e30)
     hi = wp.vec2(-1.0e30, -1.0e30)
@@ -286,13 +286,7 @@ def cell_range(origin: wp.vec2, c: float, s: float, reach: float, g0: wp.vec2, c
         hi = wp.max(hi, w)
     lo = wp.max(lo, origin - wp.vec2(reach, reach))
     hi = wp.min(hi, origin + wp.vec2(reach, reach))
-    # Clamp both ends into the grid: bin_segments clamps midpoints off the grid to border cells.
-    return wp.vec4i(
-        wp.clamp(int(wp.floor((lo[0] - g0[0]) / cell)), 0, nx - 1),
-        wp.clamp(int(wp.floor((hi[0] - g0[0]) / cell)), 0, nx - 1),
-        wp.clamp(int(wp.floor((lo[1] - g0[1]) / cell)), 0, ny - 1),
-        wp.clamp(int(wp.floor((hi[1] - g0[1]) / cell)), 0, ny - 1),
-    )
+    return clamped_cells(lo, hi, g0, cell, nx, ny)
 
 
 @wp.func
@@ -333,8 +327,8 @@ def scan_segments(
     cells = cell_range(origin, c, s, reach, g0, cell, nx, map_data.map_grid_ny[m])
     c0 = map_data.map_cell_start[m]
     total = int(0)
-    for iy in range(cells[2], cells[3] + 1):
-        for ix in range(cells[0], cells[1] + 1):
+    for iy in range(cells[1], cells[3] + 1):
+        for ix in range(cells[0], cells[2] + 1):
             if cell_may_hold(ix, iy, g0, cell, origin, c, s, reach):
                 cid = c0 + iy * nx + ix
                 for k in range(cell_offsets[cid], cell_offsets[cid + 1]):

@@ -52,6 +52,7 @@ from pictura.render.palette import (
     SHADE_MIN,
 )
 from pictura.render.scene import REF_AGENT, REF_INDEX_MASK, REF_LIGHT, REF_LINE, REF_SHIFT, REF_WALL
+from pictura.sim.grid import clamped_cells
 
 vec5 = wp.types.vector(length=5, dtype=wp.float32)
 """A fragment: t (m along the unit ray), r, g, b, alpha."""
@@ -348,12 +349,7 @@ def grid_query(
     """Cell rectangle (qx0, qy0, qx1, qy1), inclusive, under the camera's horizontal field of view."""
     half = wp.max(wp.atan(cx / focal), wp.atan((width - cx) / focal))
     box = sector_extent(o, yaw, wp.min(half, 0.5 * wp.pi), far)
-    return wp.vec4i(
-        wp.clamp(int(wp.floor((box[0] - org[0]) / cell_size)), 0, nx - 1),
-        wp.clamp(int(wp.floor((box[1] - org[1]) / cell_size)), 0, ny - 1),
-        wp.clamp(int(wp.floor((box[2] - org[0]) / cell_size)), 0, nx - 1),
-        wp.clamp(int(wp.floor((box[3] - org[1]) / cell_size)), 0, ny - 1),
-    )
+    return clamped_cells(wp.vec2(box[0], box[1]), wp.vec2(box[2], box[3]), org, cell_size, nx, ny)
 
 
 @wp.kernel

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import warp as wp
 
 GRID_MARGIN_M = 20.0
 """Grid extends this far beyond the map's geometry so agents just off the map still find edges."""
@@ -65,3 +66,16 @@ def bin_segments(grid: Grid, seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.zeros(ncell + 1, np.int64)
     offsets[1:] = np.cumsum(np.bincount(cell_id, minlength=ncell))
     return offsets.astype(np.int32), seg_id[order].astype(np.int32)
+
+
+@wp.func
+def clamped_cells(lo: wp.vec2, hi: wp.vec2, origin: wp.vec2, cell: float, nx: int, ny: int) -> wp.vec4i:
+    """Inclusive cell rectangle (ix0, iy0, ix1, iy1) of a grid (``origin``, ``cell``, ``nx`` x
+    ``ny``) under the box [lo, hi], clamped into the grid (`bin_segments` clamps what lies off
+    the grid to its border cells, so a clamped query still finds it)."""
+    return wp.vec4i(
+        wp.clamp(int(wp.floor((lo[0] - origin[0]) / cell)), 0, nx - 1),
+        wp.clamp(int(wp.floor((lo[1] - origin[1]) / cell)), 0, ny - 1),
+        wp.clamp(int(wp.floor((hi[0] - origin[0]) / cell)), 0, nx - 1),
+        wp.clamp(int(wp.floor((hi[1] - origin[1]) / cell)), 0, ny - 1),
+    )

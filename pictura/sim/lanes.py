@@ -7,6 +7,7 @@ from __future__ import annotations
 import warp as wp
 
 from pictura.sim.geometry import Z_TOLERANCE_M, point_segment_distance, wrap_angle, xy
+from pictura.sim.grid import clamped_cells
 from pictura.sim.model import ModelData
 
 ASSOCIATION_WIDTHS = 3.0
@@ -26,15 +27,8 @@ JUMP_LEVELS = 8
 @wp.func
 def grid_cell_range(model: ModelData, m: int, lo: wp.vec2, hi: wp.vec2):
     """Clamped cell index range (ix0, iy0, ix1, iy1) of map ``m`` covering the box [lo, hi]."""
-    origin = model.map_grid_origin[m]
-    cell = model.map_grid_cell[m]
-    nx = model.map_grid_nx[m]
-    ny = model.map_grid_ny[m]
-    ix0 = wp.clamp(int(wp.floor((lo[0] - origin[0]) / cell)), 0, nx - 1)
-    iy0 = wp.clamp(int(wp.floor((lo[1] - origin[1]) / cell)), 0, ny - 1)
-    ix1 = wp.clamp(int(wp.floor((hi[0] - origin[0]) / cell)), 0, nx - 1)
-    iy1 = wp.clamp(int(wp.floor((hi[1] - origin[1]) / cell)), 0, ny - 1)
-    return ix0, iy0, ix1, iy1
+    q = clamped_cells(lo, hi, model.map_grid_origin[m], model.map_grid_cell[m], model.map_grid_nx[m], model.map_grid_ny[m])
+    return q[0], q[1], q[2], q[3]
 
 
 @wp.func
