@@ -11,7 +11,11 @@ Per step:
   length, width, height (m), kind (AGENT_* as float; ``BOX_INVALID`` = -1 for an empty slot).
 - ``light_state`` ``(world_light,)`` int32 LIGHT_* for every light of every world, world ``w``'s
   lights starting at ``WorldLayout.world_light_start[w]``.
-A history stacks them: ``(step, box, BOX_WIDTH)`` and ``(step, world_light)``.
+- ``slot_table`` ``(S + 2 W,)`` int32: this step's slot ranges (`pictura.sim.slot_table`); a
+  static layout's never changes (`WorldLayout.slot_table`), a packed layout's changes at every
+  block reset.
+A history stacks them: ``(step, box, BOX_WIDTH)``, ``(step, world_light)`` and ``(step, S + 2 W)``
+(or one slot-table row for every step).
 """
 
 from __future__ import annotations
@@ -50,6 +54,12 @@ class WorldLayout:
         slot arrays above are only the state before the first reset (the simulator's `State`
         holds the current ones)."""
         return self.block_slots > 0
+
+    def slot_table(self) -> np.ndarray:
+        """``(1, S + 2 W)`` int32: the slot-table row of these slot arrays (`pictura.sim.slot_table`;
+        for a packed layout, the state before the first reset)."""
+        row = np.concatenate([self.slot_world, self.world_slot_start, self.world_slot_count]).astype(np.int32)
+        return row[None]
 
     def require_static(self, consumer: str) -> None:
         """Raise ``ValueError`` for a packed layout: ``consumer`` reads the static slot arrays."""
