@@ -118,9 +118,12 @@ def integrate_kernel(model: ModelData, state_in: StateData, control: ControlData
         # step); clear the counts `rules_kernel` adds to
         state_out.world_slot_start[slot] = state_in.world_slot_start[slot]
         state_out.world_slot_count[slot] = state_in.world_slot_count[slot]
+        state_out.final_world_slot_start[slot] = state_in.world_slot_start[slot]
+        state_out.final_world_slot_count[slot] = state_in.world_slot_count[slot]
         state_out.world_valid_count[slot] = 0
         state_out.world_halted_count[slot] = 0
     state_out.slot_world[slot] = state_in.slot_world[slot]
+    state_out.final_slot_world[slot] = state_in.slot_world[slot]  # the ranges before this step's resets
     # fields the dynamics do not touch
     state_out.length[slot] = state_in.length[slot]
     state_out.width[slot] = state_in.width[slot]

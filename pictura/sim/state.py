@@ -94,6 +94,9 @@ class StateData:
     final_obs_goals: wp.array2d(dtype=float)
     final_obs_conditioning: wp.array2d(dtype=float)
     final_speed: wp.array(dtype=float)
+    final_slot_world: wp.array(dtype=wp.int32)
+    final_world_slot_start: wp.array(dtype=wp.int32)
+    final_world_slot_count: wp.array(dtype=wp.int32)
     goal_key: wp.array(dtype=wp.int32)
     goal_stream: wp.array(dtype=wp.int32)
     goal_try: wp.array3d(dtype=wp.vec3)
@@ -155,7 +158,8 @@ class State(_Mirrored):
       world_slot_start, world_slot_count (W,): world w's agents live in slots start .. start +
       count; slot_world (S,): the world whose range holds the slot; a slot of a packed block
       outside every range (the block's unused tail) belongs to the block's first world record,
-      so its reset flag and map lookups stay valid, and is never valid.
+      so its reset flag and map lookups stay valid, and is never valid. The three are views
+      into slot_table (S + 2 W,) (`pictura.sim.slot_table`), so the snapshot copies one array.
     Traffic lights:
       junction_green/yellow/red (Jw,) s phase durations; junction_offset (Jw,) s;
       junction_mode (Jw,) 0 cycling, 1 off, 2 always green; light_off (Tw,) int 0/1;
@@ -172,6 +176,8 @@ class State(_Mirrored):
     that did not reset this step, and after `reset`):
       final_agent_box (S + P, BOX_WIDTH); final_light_state (Tw,); final_obs_ego (S, EGO_WIDTH);
       final_obs_ego_aux (S, EGO_AUX_WIDTH); final_obs_goals (S, GOAL_FEATURES);
+      final_slot_table (S + 2 W,) with its views final_slot_world, final_world_slot_start,
+      final_world_slot_count (a block reset redraws the ranges);
       final_obs_conditioning (S, CONDITIONING_WIDTH); final_speed (S,) (the privileged
       vectorized observation's partner speeds).
     Goal-set requests (`pictura.sim.goals`; taken within the step that makes them), T =
@@ -230,9 +236,13 @@ class State(_Mirrored):
                 shape = shapes.get(name, (S,))
             setattr(self, name, wp.zeros(shape, dtype=var.type.dtype, device=d))
         self.goal_stream.fill_(-1)  # no goal-set request
-        layout = model.layout
-        for name in ("world_slot_start", "world_slot_count", "slot_world"):
-            getattr(self, name).assign(np.asarray(getattr(layout, name), np.int32))
+        for prefix in ("", "final_"):
+            # one contiguous table per snapshot, its three parts as views (kernels see the parts)
+            table = wp.array(model.layout.slot_table()[0], dtype=wp.int32, device=d)
+            setattr(self, prefix + "slot_table", table)
+            setattr(self, prefix + "slot_world", table[:S])
+            setattr(self, prefix + "world_slot_start", table[S : S + W])
+            setattr(self, prefix + "world_slot_count", table[S + W :])
         self.device = d
 
     def assign(self, other: State) -> None:

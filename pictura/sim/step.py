@@ -11,7 +11,9 @@ from pictura.sim.model import Model
 from pictura.sim.spawn import EAGER_AGENT_TRIES, SPAWN_ROUNDS
 from pictura.sim.state import Control, State
 
-_FINAL = ("agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning", "speed")
+_FINAL = (
+    "agent_box", "light_state", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning", "speed", "slot_table",
+)
 """Arrays whose pre-reset copy ``final_<name>`` `step` writes (truncation bootstrap)."""
 
 

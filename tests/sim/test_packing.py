@@ -103,9 +103,13 @@ def test_block_resets_follow_the_packing_rule_and_never_overlap(towns):
         empty = st["world_agent_count"] == 0
         assert np.all(parked.reshape(W, P, 8)[empty & np.isin(np.arange(W) // PER_BLOCK, fresh)][..., 7] == BOX_INVALID)
         before_start, before_count = st["world_slot_start"].copy(), st["world_slot_count"].copy()
+        before_table = np.concatenate([st["slot_world"], before_start, before_count])
+        np.testing.assert_array_equal(s0.slot_table.numpy(), before_table)  # the parts are views
         ctl.action.assign(rng.integers(0, 12, S).astype(np.int32))
         step(model, s0, ctl, s1)
         s0, s1 = s1, s0
+        # the pre-reset ranges (truncation bootstrap renders with them)
+        np.testing.assert_array_equal(s0.final_slot_table.numpy(), before_table)
         # blocks that did not reset keep their ranges
         kept = np.repeat(s0.world_reset.numpy().reshape(BLOCKS, PER_BLOCK)[:, 0] == 0, PER_BLOCK)
         np.testing.assert_array_equal(s0.world_slot_start.numpy()[kept], before_start[kept])
