@@ -6,7 +6,8 @@ numbered ``v = (request - request_offset) * C + camera``.
 1. `view_setup` (thread per view) builds the camera basis from the ego's box and the grid
    query (cells under the camera's horizontal field of view, a sector of radius ``far``);
    `gather_parts` (thread per (view, part)) gathers, per part, a block of snapshot rows (the
-   world's agents, its parked cars) or a run of grid cells of one query row, rejecting what
+   world's agents, in its slot range at the request's step as the slot-table history says,
+   then its parked cars) or a run of grid cells of one query row, rejecting what
    lies outside the frustum with a bounding-sphere test. Run twice (count; `scan_parts` turns
    the counts into offsets; write at the part's offset) it fills a per-view candidate buffer,
    with a lower bound on each candidate's ray distance, exactly as the serial `gather_views`
@@ -53,6 +54,7 @@ from pictura.render.palette import (
 )
 from pictura.render.scene import REF_AGENT, REF_INDEX_MASK, REF_LIGHT, REF_LINE, REF_SHIFT, REF_WALL
 from pictura.sim.grid import clamped_cells
+from pictura.sim.slot_table import table_row, table_slot_world, table_world_count, table_world_start
 
 vec5 = wp.types.vector(length=5, dtype=wp.float32)
 """A fragment: t (m along the unit ray), r, g, b, alpha."""
@@ -368,11 +370,9 @@ def gather_views(
     height: float,
     near: float,
     far: float,
-    # layout
-    slot_world: wp.array(dtype=wp.int32),
+    # layout: the slot-table history (`pictura.sim.slot_table`) gives each step's slot ranges
+    slot_table: wp.array2d(dtype=wp.int32),
     world_map: wp.array(dtype=wp.int32),
-    world_slot_start: wp.array(dtype=wp.int32),
-    world_slot_count: wp.array(dtype=wp.int32),
     num_slots: int,
     parked_per_world: int,
     # static scene
@@ -431,7 +431,8 @@ def gather_views(
         return
     if agent_box[step, slot, 7] < 0.0:
         return
-    world = slot_world[slot]
+    row = table_row(slot_table, step)
+    world = table_slot_world(slot_table, row, slot)
     o = camera_origin(agent_box, step, slot, cam_extr, cam)
     yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
     basis = camera_basis(yaw, cam_extr[cam, 4])
@@ -443,8 +444,8 @@ def gather_views(
 
     n = int(0)
     # Agents of the ego's world (never the ego itself, never another world's).
-    s0 = world_slot_start[world]
-    for s in range(s0, s0 + world_slot_count[world]):
+    s0 = table_world_start(slot_table, row, num_slots, world)
+    for s in range(s0, s0 + table_world_count(slot_table, row, num_slots, world)):
         if s == slot:
             continue
         if solo_slot >= 0 and s != solo_slot:
@@ -518,7 +519,7 @@ def view_setup(
     cx: float,
     width: float,
     far: float,
-    slot_world: wp.array(dtype=wp.int32),
+    slot_table: wp.array2d(dtype=wp.int32),
     world_map: wp.array(dtype=wp.int32),
     num_slots: int,
     map_grid_origin: wp.array(dtype=wp.vec2),
@@ -552,7 +553,7 @@ def view_setup(
         return
     if agent_box[step, slot, 7] < 0.0:
         return
-    world = slot_world[slot]
+    world = table_slot_world(slot_table, table_row(slot_table, step), slot)
     o = camera_origin(agent_box, step, slot, cam_extr, cam)
     yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
     view_origin_out[v] = o
@@ -585,10 +586,9 @@ def gather_parts(
     height: float,
     near: float,
     far: float,
-    # layout
+    # layout: the slot-table history (`pictura.sim.slot_table`) gives each step's slot ranges
+    slot_table: wp.array2d(dtype=wp.int32),
     world_map: wp.array(dtype=wp.int32),
-    world_slot_start: wp.array(dtype=wp.int32),
-    world_slot_count: wp.array(dtype=wp.int32),
     num_slots: int,
     parked_per_world: int,
     # static scene
@@ -656,12 +656,14 @@ def gather_parts(
     if part < agent_parts:
         slot = view_slot[v]
         base = part * _AGENT_PART
-        n_agents = world_slot_count[world]
+        row = table_row(slot_table, step)
+        s0 = table_world_start(slot_table, row, num_slots, world)
+        n_agents = table_world_count(slot_table, row, num_slots, world)
         for j in range(_AGENT_PART):
             a = base + j
             s = int(-1)
             if a < n_agents:
-                s = world_slot_start[world] + a
+                s = s0 + a
             elif a < n_agents + parked_per_world:
                 s = num_slots + world * parked_per_world + (a - n_agents)
             if s < 0:

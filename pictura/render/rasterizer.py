@@ -1,10 +1,11 @@
 """`Renderer`: every requested ego's camera views from a snapshot history, on the Warp device.
 
 The renderer owns the static scene (all maps packed once, with per-map culling grids) and
-takes *view requests* ``(step, slot)`` against a history of snapshots (`pictura.sim.snapshot`),
-so PPO can re-render minibatches instead of storing images. ``render`` never synchronises with
-the host; requests are processed in chunks of ``chunk_size`` so memory stays bounded by the
-chunk's per-view lists, whatever the number of requests.
+takes *view requests* ``(step, slot)`` against a history of snapshots (`pictura.sim.snapshot`:
+agent boxes, light states and slot tables), so PPO can re-render minibatches instead of storing
+images. ``render`` never synchronises with the host; requests are processed in chunks of
+``chunk_size`` so memory stays bounded by the chunk's per-view lists, whatever the number of
+requests.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pictura.render import kernels
 from pictura.render.camera import CameraRig
 from pictura.render.palette import AGENT_FACE_COLOR, GROUND, LIGHT_COLOR, LINE_COLOR, SKY, WALL
 from pictura.render.scene import PackedScene, pack_scene
+from pictura.sim.slot_table import slot_table_width, split_slot_table
 from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, BOX_WIDTH, WorldLayout
 
 SCRATCH_MEMORY_SHARE = 0.125
@@ -26,6 +28,10 @@ SCRATCH_MEMORY_MAX_BYTES = 8 << 30
 HOST_SCRATCH_MAX_BYTES = 1 << 30
 """Cap on an automatically sized chunk's scratch on the CPU."""
 MIN_CHUNK_REQUESTS = 256
+_PACKED_NEEDS_TABLE = (
+    "slot_table: a packed layout's slot ranges change at every block reset, so the caller must pass "
+    "the slot-table history (pictura.sim.slot_table)"
+)
 
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
@@ -37,7 +43,8 @@ class Renderer:
 
     Args:
         road_maps: the maps; ``layout.world_map`` indexes into this list.
-        layout: how slots and lights are cut into worlds.
+        layout: how slots and lights are cut into worlds. A packed layout's slot ranges change at
+            every block reset, so its callers pass the slot-table history to every call.
         rig: the camera rig; its current resolution is read at every ``render`` call.
         device: Warp device ("cpu", "cuda", "cuda:1", ...).
         list_capacity: primitives kept per view after culling (nearest first), K.
@@ -70,7 +77,6 @@ class Renderer:
             raise ValueError(f"chunk_size must be >= 1 or None, got {chunk_size}")
         if supersample not in (1, 2, 3, 4):
             raise ValueError(f"supersample must be 1, 2, 3 or 4, got {supersample}")
-        layout.require_static("Renderer")
         _check_layout(road_maps, layout)
         self.road_maps = list(road_maps)
         self.layout = layout
@@ -124,10 +130,9 @@ class Renderer:
         self._entry_ref = arr(sc.entry_ref, wp.int32)
         self._entry_min_cell = arr(sc.entry_min_cell.reshape(-1, 2), wp.int32)
         lay = self.layout
-        self._slot_world = arr(np.asarray(lay.slot_world, np.int32), wp.int32)
         self._world_map = arr(np.asarray(lay.world_map, np.int32), wp.int32)
-        self._world_slot_start = arr(np.asarray(lay.world_slot_start, np.int32), wp.int32)
-        self._world_slot_count = arr(np.asarray(lay.world_slot_count, np.int32), wp.int32)
+        # a static layout's one slot-table row serves every step (`render`'s default)
+        self._layout_table = None if lay.is_packed else arr(lay.slot_table(), wp.int32)
         self._world_light_start = arr(np.asarray(lay.world_light_start, np.int32), wp.int32)
         self._face_color = arr(AGENT_FACE_COLOR.reshape(-1, 3), wp.vec3)
         self._line_color = arr(LINE_COLOR, wp.vec3)
@@ -212,19 +217,31 @@ class Renderer:
         shape = (n_requests * self.rig.num_cameras, self.rig.height, self.rig.width, 3)
         return wp.zeros(shape, dtype=wp.uint8, device=self.device)
 
-    def render(self, agent_box: wp.array, light_state: wp.array, requests: wp.array, out: wp.array) -> None:
+    def render(
+        self,
+        agent_box: wp.array,
+        light_state: wp.array,
+        requests: wp.array,
+        out: wp.array,
+        slot_table: wp.array | None = None,
+    ) -> None:
         """Draw all C cameras of each requested ego into ``out`` (row ``i * C + c``).
 
         Args:
-            agent_box: ``(T, S, BOX_WIDTH)`` float32 snapshot history.
+            agent_box: ``(T, S + P, BOX_WIDTH)`` float32 snapshot history.
             light_state: ``(T, layout.light_count)`` int32 LIGHT_* history.
             requests: ``(N, 2)`` int32 rows (step, slot). Invalid egos render black; use
                 `validate_requests` on the host to report them.
             out: ``(N * C, H, W, 3)`` uint8, e.g. from `new_output`.
+            slot_table: ``(T, S + 2 W)`` int32 slot-table history (`pictura.sim.slot_table`), or
+                one row ``(1, S + 2 W)`` for every step: which world owns each slot, and each
+                world's slot range, at each step. None uses the layout's own row, which only a
+                static layout has (a static layout's table must hold its own ranges).
 
         Only shapes are checked (no host sync); the work is queued on ``self.device``.
         """
-        n = self._check_inputs(agent_box, light_state, requests)
+        slot_table = self._layout_table_unless(slot_table)
+        n = self._check_inputs(agent_box, light_state, requests, slot_table)
         C, H, W = self.rig.num_cameras, self.rig.height, self.rig.width
         if _shape(out) != (n * C, H, W, 3) or out.dtype != wp.uint8:
             raise ValueError(f"out must be uint8 of shape {(n * C, H, W, 3)}, got {out.dtype} {_shape(out)}")
@@ -235,7 +252,7 @@ class Renderer:
         chunk = self.chunk_requests(n)
         for start in range(0, n, chunk):
             views = min(chunk, n - start) * C
-            self._cull(agent_box, light_state, requests, start, views, solo_slot=-1)
+            self._cull(agent_box, light_state, requests, slot_table, start, views, solo_slot=-1)
             tile = kernels.TILE_PX
             px_per_view = H * W
             if self._tile_major:
@@ -260,11 +277,22 @@ class Renderer:
                     device=self.device,
                 )  # fmt: skip
 
-    def render_numpy(self, agent_box: np.ndarray, light_state: np.ndarray, requests: np.ndarray) -> np.ndarray:
-        """Host convenience (tools, tests): NumPy in, ``(N, C, H, W, 3)`` uint8 NumPy out."""
+    def render_numpy(
+        self,
+        agent_box: np.ndarray,
+        light_state: np.ndarray,
+        requests: np.ndarray,
+        slot_table: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Host convenience (tools, tests): NumPy in, ``(N, C, H, W, 3)`` uint8 NumPy out.
+
+        ``slot_table`` as in `render`; a 1-D ``(S + 2 W,)`` row serves every step."""
         ab, ls, rq = self._to_device(agent_box, light_state, requests)
+        table = None
+        if slot_table is not None:
+            table = self._table_to_device(self._host_slot_table(slot_table, ab.shape[0]))
         out = self.new_output(rq.shape[0])
-        self.render(ab, ls, rq, out)
+        self.render(ab, ls, rq, out, table)
         C, H, W = self.rig.num_cameras, self.rig.height, self.rig.width
         return out.numpy().reshape(rq.shape[0], C, H, W, 3)
 
@@ -273,8 +301,10 @@ class Renderer:
         agent_box: wp.array | np.ndarray,
         requests: wp.array | np.ndarray,
         light_state: wp.array | np.ndarray | None = None,
+        slot_table: wp.array | np.ndarray | None = None,
     ) -> None:
-        """Host-side check (syncs): every request names an in-range step and a valid ego.
+        """Host-side check (syncs): every request names an in-range step and a valid ego that
+        lies in its world's slot range (``slot_table`` as in `render`).
 
         Also checks every agent kind is AGENT_* or -1 and, when given, every light state is
         LIGHT_* (the kernels would otherwise draw out-of-range values with a neighbouring colour).
@@ -292,7 +322,9 @@ class Renderer:
         if boxes.ndim != 3 or boxes.shape[2] != BOX_WIDTH:
             raise ValueError(f"agent_box must have shape (T, S + P, {BOX_WIDTH}), got {boxes.shape}")
         T = boxes.shape[0]
-        S = self.layout.num_slots  # egos are agent slots, never parked-car rows
+        S, W = self.layout.num_slots, self.layout.num_worlds  # egos are agent slots, never parked-car rows
+        table = self._host_slot_table(slot_table, T)
+        slot_world, world_start, world_count = split_slot_table(table, S, W)
         for i, (step, slot) in enumerate(req.tolist()):
             if not 0 <= step < T:
                 raise ValueError(f"requests[{i}]: step {step} outside 0..{T - 1}")
@@ -300,6 +332,12 @@ class Renderer:
                 raise ValueError(f"requests[{i}]: slot {slot} outside 0..{S - 1}")
             if boxes[step, slot, BOX_KIND] == BOX_INVALID:
                 raise ValueError(f"requests[{i}]: slot {slot} at step {step} is empty (kind == -1)")
+            row = step if len(table) > 1 else 0
+            w = slot_world[row, slot]
+            if not (0 <= w < W and world_start[row, w] <= slot < world_start[row, w] + world_count[row, w]):
+                raise ValueError(
+                    f"requests[{i}]: slot {slot} at step {step} lies outside its world {w}'s slot_table range"
+                )
         kinds = boxes[..., BOX_KIND]
         bad = ~np.isin(kinds, (BOX_INVALID, 0.0, 1.0, 2.0))
         if bad.any():
@@ -307,15 +345,21 @@ class Renderer:
             raise ValueError(f"agent_box[{t}, {s}] kind {kinds[t, s]} is not an AGENT_* value or -1")
 
     def occlusion_fraction(
-        self, agent_box: np.ndarray, light_state: np.ndarray, ego_slot: int, target_slot: int
+        self,
+        agent_box: np.ndarray,
+        light_state: np.ndarray,
+        ego_slot: int,
+        target_slot: int,
+        slot_table: np.ndarray | None = None,
     ) -> float:
         """Visible fraction of ``target_slot``'s projected area over all of ``ego_slot``'s cameras.
 
         Renders target-id buffers (pixel centres, no antialiasing) with every occluder
         (agents and walls) and with the target alone; returns visible / unoccluded pixel
         counts, and 0.0 when the target projects to no pixel at all. ``agent_box`` is one step,
-        ``(S + P, BOX_WIDTH)``; ``light_state`` ``(light_count,)`` (lights never occlude).
-        ``target_slot`` may be a parked-car row (>= S).
+        ``(S + P, BOX_WIDTH)``; ``light_state`` ``(light_count,)`` (lights never occlude);
+        ``slot_table`` this step's ``(S + 2 W,)`` row (None: the static layout's own).
+        ``target_slot`` may be a parked-car row (>= S); a target in another world gives 0.0.
         """
         boxes = np.asarray(agent_box, np.float32)
         lay = self.layout
@@ -326,17 +370,22 @@ class Renderer:
                 raise ValueError(f"{key} {s} is not a valid agent slot")
         if ego_slot == target_slot:
             raise ValueError("target_slot must differ from ego_slot (the ego is never drawn)")
+        if slot_table is not None and np.ndim(slot_table) != 1:
+            raise ValueError(f"slot_table must be one step's (S + 2W,) row, got shape {np.shape(slot_table)}")
+        table = self._host_slot_table(slot_table, 1)
+        slot_world = split_slot_table(table, lay.num_slots, lay.num_worlds)[0][0]
         if target_slot >= lay.num_slots:
             target_world = (target_slot - lay.num_slots) // max(lay.parked_per_world, 1)
         else:
-            target_world = lay.slot_world[target_slot]
-        if lay.slot_world[ego_slot] != target_world:
+            target_world = slot_world[target_slot]
+        if slot_world[ego_slot] != target_world:
             return 0.0
         req = np.array([[0, ego_slot]], np.int32)
         ab, ls, rq = self._to_device(boxes[None], np.asarray(light_state, np.int32).reshape(1, -1), req)
+        st = self._table_to_device(table)
         counts = []
         for solo in (-1, target_slot):
-            ids = self._id_buffer(ab, ls, rq, solo)
+            ids = self._id_buffer(ab, ls, rq, st, solo)
             counts.append(int(np.count_nonzero(ids == target_slot)))
         return 0.0 if counts[1] == 0 else counts[0] / counts[1]
 
@@ -347,7 +396,14 @@ class Renderer:
         return [(b, min(per, views - b)) for b in range(0, views, per)]
 
     def _cull(
-        self, agent_box: wp.array, light_state: wp.array, requests: wp.array, start: int, views: int, solo_slot: int
+        self,
+        agent_box: wp.array,
+        light_state: wp.array,
+        requests: wp.array,
+        slot_table: wp.array,
+        start: int,
+        views: int,
+        solo_slot: int,
     ) -> None:
         """Per-view camera, depth-sorted primitive list and (unless solo) screen-tile masks."""
         self._scratch(views)
@@ -357,8 +413,7 @@ class Renderer:
         width, height = float(self.rig.width), float(self.rig.height)
         k, cand = self.list_capacity, self._cand_capacity
         gather_args = [
-            self._slot_world, self._world_map, self._world_slot_start, self._world_slot_count,
-            self.layout.num_slots, self.layout.parked_per_world,
+            slot_table, self._world_map, self.layout.num_slots, self.layout.parked_per_world,
             self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
             self._light_pos, self._light_heading,
             self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
@@ -377,7 +432,7 @@ class Renderer:
                     dim=count,
                     inputs=[
                         agent_box, requests, start, self._cam_extr(), self.rig.num_cameras, focal, cx, width,
-                        self.rig.far, self._slot_world, self._world_map, self.layout.num_slots,
+                        self.rig.far, slot_table, self._world_map, self.layout.num_slots,
                         self._grid_origin, self._grid_dims, sc.cell_size, base,
                     ],
                     outputs=[*view_outputs, self._view_slot, self._view_query, self._cand_count, self._list_count],
@@ -386,8 +441,7 @@ class Renderer:
             part_args = [
                 self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_slot,
                 self._view_query, agent_box, focal, cx, cy, width, height, self.rig.near, self.rig.far,
-                self._world_map, self._world_slot_start, self._world_slot_count,
-                self.layout.num_slots, self.layout.parked_per_world,
+                slot_table, self._world_map, self.layout.num_slots, self.layout.parked_per_world,
                 self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
                 self._light_pos, self._light_heading,
                 self._grid_dims, self._cell_base, self._cell_start, self._entry_ref, self._entry_min_cell,
@@ -467,7 +521,9 @@ class Renderer:
     def _gather_parts(self) -> tuple[int, int, int]:
         """(agent parts, parts per grid row, parts per view) of the parallel gather."""
         lay = self.layout
-        rows_per_view = int(np.max(lay.world_slot_count, initial=0)) + lay.parked_per_world
+        # a packed world's range never leaves its block; a static one's never changes
+        world_rows = lay.block_slots if lay.is_packed else int(np.max(lay.world_slot_count, initial=0))
+        rows_per_view = world_rows + lay.parked_per_world
         agent_parts = max(1, -(-rows_per_view // kernels.AGENT_PART))
         span = int(2.0 * self.rig.far / self.scene.cell_size) + 2  # cells a sector of radius far spans
         col_parts = -(-span // kernels.CELL_PART)
@@ -496,10 +552,12 @@ class Renderer:
             self._extr_cache = (extr, wp.array(extr, dtype=wp.float32, device=self.device))
         return self._extr_cache[1]
 
-    def _id_buffer(self, agent_box: wp.array, light_state: wp.array, requests: wp.array, solo_slot: int) -> np.ndarray:
+    def _id_buffer(
+        self, agent_box: wp.array, light_state: wp.array, requests: wp.array, slot_table: wp.array, solo_slot: int
+    ) -> np.ndarray:
         C, H, W = self.rig.num_cameras, self.rig.height, self.rig.width
         views = requests.shape[0] * C
-        self._cull(agent_box, light_state, requests, 0, views, solo_slot)
+        self._cull(agent_box, light_state, requests, slot_table, 0, views, solo_slot)
         ids = wp.zeros((views, H, W), dtype=wp.int32, device=self.device)
         cx, cy = self.rig.principal
         wp.launch(
@@ -526,7 +584,38 @@ class Renderer:
         rq = wp.array(np.ascontiguousarray(requests, np.int32).reshape(-1, 2), dtype=wp.int32, device=self.device)
         return ab, ls, rq
 
-    def _check_inputs(self, agent_box: wp.array, light_state: wp.array, requests: wp.array) -> int:
+    def _table_to_device(self, table: np.ndarray) -> wp.array:
+        return wp.array(np.ascontiguousarray(table, np.int32), dtype=wp.int32, device=self.device)
+
+    def _layout_table_unless(self, slot_table: wp.array | None) -> wp.array:
+        """``slot_table``, or the static layout's own row when None."""
+        if slot_table is not None:
+            return slot_table
+        if self._layout_table is None:
+            raise ValueError(_PACKED_NEEDS_TABLE)
+        return self._layout_table
+
+    def _host_slot_table(self, slot_table: wp.array | np.ndarray | None, steps: int) -> np.ndarray:
+        """Host ``(1 or steps, S + 2 W)`` int32 copy of ``slot_table`` (a 1-D row: one step's, for
+        every step), or the static layout's own row when None."""
+        lay = self.layout
+        if slot_table is None:
+            if lay.is_packed:
+                raise ValueError(_PACKED_NEEDS_TABLE)
+            return lay.slot_table()
+        table = slot_table.numpy() if isinstance(slot_table, wp.array) else np.asarray(slot_table)
+        width = slot_table_width(lay.num_slots, lay.num_worlds)
+        if table.ndim == 1:
+            table = table[None]
+        if table.ndim != 2 or table.shape[0] not in (1, steps) or table.shape[1] != width:
+            raise ValueError(f"slot_table must have shape ({width},) or (1 or {steps}, {width}), got {table.shape}")
+        if not np.issubdtype(table.dtype, np.integer):
+            raise ValueError(f"slot_table must hold integers (int32), got {table.dtype}")
+        return table.astype(np.int32)
+
+    def _check_inputs(
+        self, agent_box: wp.array, light_state: wp.array, requests: wp.array, slot_table: wp.array
+    ) -> int:
         S, Lc = self.layout.box_count, self.layout.light_count
         if agent_box.ndim != 3 or agent_box.shape[1:] != (S, BOX_WIDTH) or agent_box.dtype != wp.float32:
             raise ValueError(f"agent_box must be float32 (T, {S}, {BOX_WIDTH}), got {agent_box.dtype} {_shape(agent_box)}")
@@ -535,7 +624,16 @@ class Renderer:
             raise ValueError(f"light_state must be int32 ({T}, {Lc}), got {light_state.dtype} {_shape(light_state)}")
         if requests.ndim != 2 or requests.shape[1] != 2 or requests.dtype != wp.int32:
             raise ValueError(f"requests must be int32 (N, 2), got {requests.dtype} {_shape(requests)}")
-        for name, a in (("agent_box", agent_box), ("light_state", light_state), ("requests", requests)):
+        width = slot_table_width(self.layout.num_slots, self.layout.num_worlds)
+        if not isinstance(slot_table, wp.array):
+            raise ValueError(f"slot_table must be a wp.array, got {type(slot_table).__name__}")
+        if slot_table.ndim != 2 or slot_table.shape[0] not in (1, T) or slot_table.shape[1] != width:
+            raise ValueError(f"slot_table must have shape (1 or {T}, {width}), got {_shape(slot_table)}")
+        if slot_table.dtype != wp.int32:
+            raise ValueError(f"slot_table must be int32, got {slot_table.dtype}")
+        for name, a in (
+            ("agent_box", agent_box), ("light_state", light_state), ("requests", requests), ("slot_table", slot_table)
+        ):
             if a.device != self.device:
                 raise ValueError(f"{name} is on {a.device}, the renderer on {self.device}")
             if not a.is_contiguous:
@@ -549,6 +647,17 @@ def _check_layout(road_maps: list[RoadMap], layout: WorldLayout) -> None:
     wm = np.asarray(layout.world_map)
     if wm.min() < 0 or wm.max() >= len(road_maps):
         raise ValueError(f"layout.world_map holds a map index outside 0..{len(road_maps) - 1}")
+    if layout.parked_per_world < 0:
+        raise ValueError(f"layout.parked_per_world must be >= 0, got {layout.parked_per_world}")
+    for w in range(layout.num_worlds):
+        n_lights = len(road_maps[wm[w]].light_position)
+        if layout.world_light_start[w] + n_lights > layout.light_count:
+            raise ValueError(
+                f"layout.world_light_start[{w}] + {n_lights} lights of map {wm[w]} exceeds light_count "
+                f"{layout.light_count}"
+            )
+    if layout.is_packed:
+        return  # its slot arrays are only the state before the first reset; ranges come per call
     starts = np.asarray(layout.world_slot_start)
     counts = np.asarray(layout.world_slot_count)
     if np.any(starts < 0) or np.any(starts + counts > layout.num_slots):
@@ -557,9 +666,3 @@ def _check_layout(road_maps: list[RoadMap], layout: WorldLayout) -> None:
     for w in range(layout.num_worlds):
         if np.any(sw[starts[w] : starts[w] + counts[w]] != w):
             raise ValueError(f"layout.slot_world disagrees with world {w}'s slot range")
-        n_lights = len(road_maps[wm[w]].light_position)
-        if layout.world_light_start[w] + n_lights > layout.light_count:
-            raise ValueError(
-                f"layout.world_light_start[{w}] + {n_lights} lights of map {wm[w]} exceeds light_count "
-                f"{layout.light_count}"
-            )
