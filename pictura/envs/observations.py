@@ -1,10 +1,12 @@
 """Vectorized observations (privileged and blind) built from the per-step world snapshot.
 
 `VectorizedObservation` packs the entity sets of the vectorized policy (paper Table 4,
-REFERENCE.md "Observation layouts") from three per-step inputs only: the snapshot
-``agent_box`` (the same boxes the renderer reads), the world ``light_state`` and the signed
-``speed`` of every slot. So, like the pixels, the sets can be rebuilt for any (step, slot) of a
-stored snapshot history instead of being kept for a whole rollout.
+REFERENCE.md "Observation layouts") from four per-step inputs only: the snapshot
+``agent_box`` (the same boxes the renderer reads), the world ``light_state``, the
+``slot_table`` (which world owns each slot: `pictura.sim.slot_table`; a static layout's own
+row when not given) and the signed ``speed`` of every slot. So, like the pixels, the sets can
+be rebuilt for any (step, slot) of a stored snapshot history instead of being kept for a whole
+rollout.
 
 Per (step, slot) request, in the ego frame (x forward, y left), inside the window 200 m ahead,
 60 m behind and 50 m to each side (a thing is in the window when its centre / segment midpoint
@@ -52,6 +54,13 @@ from torchrl.data import Categorical, Composite, Unbounded
 from pictura.maps.roadmap import LIGHT_OFF, MAX_LANE_CHUNK_M, RoadMap
 from pictura.sim.features import EGO_AUX_WIDTH
 from pictura.sim.grid import GRID_MARGIN_M, Grid, bin_segments, clamped_cells
+from pictura.sim.slot_table import (
+    slot_table_width,
+    table_row,
+    table_slot_world,
+    table_world_count,
+    table_world_start,
+)
 from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
 
 # No gradients flow through observations.
@@ -206,10 +215,7 @@ class VectorMapData:
     stop_cell_offsets: wp.array(dtype=wp.int32)
     stop_cell_items: wp.array(dtype=wp.int32)
     world_map: wp.array(dtype=wp.int32)
-    world_slot_start: wp.array(dtype=wp.int32)
-    world_slot_count: wp.array(dtype=wp.int32)
     world_light_start: wp.array(dtype=wp.int32)
-    slot_world: wp.array(dtype=wp.int32)
 
 
 # ---- kernel helpers ----------------------------------------------------------------------------
@@ -445,6 +451,7 @@ def vectorized_observation_kernel(
     agent_box: wp.array3d(dtype=float),
     light_state: wp.array2d(dtype=wp.int32),
     speed: wp.array2d(dtype=float),
+    slot_table: wp.array2d(dtype=wp.int32),
     parked_box: wp.array3d(dtype=float),
     parked_per_world: int,
     requests: wp.array2d(dtype=wp.int32),
@@ -463,7 +470,9 @@ def vectorized_observation_kernel(
     bins: wp.array2d(dtype=wp.int32),
 ):
     """One entity set (0 partners, 1 lanes, 2 boundaries, 3 traffic) of request ``row`` =
-    (step, slot) of the snapshot history.
+    (step, slot) of the snapshot history. The slot's world and the world's slot range come from
+    the step's row of ``slot_table`` (`pictura.sim.slot_table`), which a packed layout redraws
+    at every block reset.
 
     Scratch is indexed [entry, row] so the threads of a warp (consecutive rows, one set) touch
     consecutive addresses; each set has its own scratch rows (``scratch_*``: the partners' run,
@@ -481,9 +490,10 @@ def vectorized_observation_kernel(
     heading = agent_box[step, slot, 3]
     c = wp.cos(heading)
     s = wp.sin(heading)
-    world = map_data.slot_world[slot]
-    m = map_data.world_map[world]
     num_slots = agent_box.shape[1]
+    table_step = table_row(slot_table, step)
+    world = table_slot_world(slot_table, table_step, slot)
+    m = map_data.world_map[world]
     parked_step = wp.min(step, parked_box.shape[0] - 1)
 
     if entity_set == 0:
@@ -491,8 +501,8 @@ def vectorized_observation_kernel(
         found = int(0)
         if occupied and max_partners > 0:
             clear_run(row, 0, max_partners, scratch_dist, scratch_item)
-            s0 = map_data.world_slot_start[world]
-            for other in range(s0, s0 + map_data.world_slot_count[world]):
+            s0 = table_world_start(slot_table, table_step, num_slots, world)
+            for other in range(s0, s0 + table_world_count(slot_table, table_step, num_slots, world)):
                 if other != slot and agent_box[step, other, 7] >= 0.0:
                     rel = to_ego(wp.vec2(agent_box[step, other, 0], agent_box[step, other, 1]), origin, c, s)
                     if in_window(rel):
@@ -622,7 +632,8 @@ class VectorizedObservation:
 
     Args:
         road_maps: the maps of the env, in the order ``layout.world_map`` indexes them.
-        layout: the slot / world / light layout (`pictura.sim.snapshot.WorldLayout`).
+        layout: the slot / world / light layout (`pictura.sim.snapshot.WorldLayout`); a packed
+            one needs the ``slot_table`` of every call (`build_requests`).
         device: Warp device ("cpu", "cuda:0"); torch tensors passed in must live there.
         variant, max_partners, max_lanes, max_boundaries, max_traffic, include_walls,
         subdivide_long_segments: see `VectorizedObservationConfig`.
@@ -665,7 +676,6 @@ class VectorizedObservation:
             raise ValueError(f"subdivide_long_segments must be > 0 m or None, got {subdivide_long_segments}")
         if not road_maps:
             raise ValueError("road_maps must hold at least one RoadMap")
-        layout.require_static("VectorizedObservation")
         M = len(road_maps)
         if layout.num_worlds == 0 or layout.world_map.min() < 0 or layout.world_map.max() >= M:
             raise ValueError(f"layout.world_map holds a map index outside 0..{M - 1}")
@@ -687,6 +697,10 @@ class VectorizedObservation:
         self._pack(road_maps)
         self._scratch: tuple[wp.array, wp.array, wp.array] | None = None
         self._no_parked = wp.full((1, 1, BOX_WIDTH), -1.0, dtype=float, device=device)
+        # A static layout's slot ranges never change: its one row serves every call that passes none.
+        self._layout_slot_table = None
+        if not layout.is_packed:
+            self._layout_slot_table = wp.array(layout.slot_table(), dtype=wp.int32, device=device)
 
     # ---- static packing ----------------------------------------------------------------------
     def map_segments(self, road_map: RoadMap) -> dict[str, np.ndarray]:
@@ -750,13 +764,8 @@ class VectorizedObservation:
             a.setdefault("stop_light", []).append(seg["stop_light"])
         a["map_cell_start"] = [np.asarray(cells)]
         lay = self.layout
-        layout_arrays = {
-            "world_map": lay.world_map,
-            "world_slot_start": lay.world_slot_start,
-            "world_slot_count": lay.world_slot_count,
-            "world_light_start": lay.world_light_start,
-            "slot_world": lay.slot_world,
-        }
+        # The slot ranges are not here: they come with every call (`build_requests`'s slot_table).
+        layout_arrays = {"world_map": lay.world_map, "world_light_start": lay.world_light_start}
         self.data = VectorMapData()
         for name, var in VectorMapData.vars.items():
             dtype = var.type.dtype
@@ -823,6 +832,7 @@ class VectorizedObservation:
         speed: torch.Tensor,
         out: dict[str, torch.Tensor] | None = None,
         parked_box: torch.Tensor | None = None,
+        slot_table: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """Entity sets of every slot of one step, or of every (step, slot) of a history.
 
@@ -836,10 +846,15 @@ class VectorizedObservation:
             parked_box: parked cars (the simulator has none yet): (W * P, 8) or (T, W * P, 8)
                 boxes in the snapshot layout, world ``w``'s P cars at rows ``w * P ...``,
                 kind -1 for an empty row. They join the partner set with speed 0.
+            slot_table: (S + 2W,) int32 slot-table row of the step (`pictura.sim.slot_table`), or
+                for a history (T, S + 2W) / (1, S + 2W); None = the layout's own (static layouts
+                only; see `build_requests`).
         Returns:
             ``out``: the keys of `shapes` with batch shape (S,) or (T, S).
         """
-        agent_box, light_state, speed, parked_box = (_as_torch(x) for x in (agent_box, light_state, speed, parked_box))
+        agent_box, light_state, speed, parked_box, slot_table = (
+            _as_torch(x) for x in (agent_box, light_state, speed, parked_box, slot_table)
+        )
         if out is not None:
             out = {k: _as_torch(v) for k, v in out.items()}
         single = agent_box.ndim == 2
@@ -847,13 +862,18 @@ class VectorizedObservation:
             agent_box, light_state, speed = agent_box[None], light_state[None], speed[None]
             if parked_box is not None and parked_box.ndim == 2:
                 parked_box = parked_box[None]
+            if slot_table is not None:
+                width = slot_table_width(self.num_slots, self.layout.num_worlds)
+                if tuple(slot_table.shape) != (width,):
+                    raise ValueError(f"slot_table of one step must be (S + 2W = {width},), got {tuple(slot_table.shape)}")
+                slot_table = slot_table[None]
         if agent_box.ndim != 3:
             raise ValueError(f"agent_box must be (S, {BOX_WIDTH}) or (T, S, {BOX_WIDTH}), got {tuple(agent_box.shape)}")
         T, S = agent_box.shape[:2]
         steps = torch.arange(T, device=agent_box.device, dtype=torch.int32).repeat_interleave(S)
         slots = torch.arange(S, device=agent_box.device, dtype=torch.int32).repeat(T)
         flat = None if out is None else {k: v.view(T * S, *v.shape[(1 if single else 2):]) for k, v in out.items()}
-        result = self.build_requests(agent_box, light_state, speed, steps, slots, flat, parked_box)
+        result = self.build_requests(agent_box, light_state, speed, steps, slots, flat, parked_box, slot_table)
         batch = (S,) if single else (T, S)
         if out is not None:
             return out
@@ -868,6 +888,7 @@ class VectorizedObservation:
         slots: torch.Tensor,
         out: dict[str, torch.Tensor] | None = None,
         parked_hist: torch.Tensor | None = None,
+        slot_table: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """Entity sets of (step, slot) pairs of a stacked snapshot history (PPO minibatches).
 
@@ -876,11 +897,16 @@ class VectorizedObservation:
             steps, slots: (N,) integer indices into the history (not range-checked: no host sync).
             out: (N, ...) tensors to write into; None allocates.
             parked_hist: (T, W * P, 8) or (1, W * P, 8) parked-car boxes (see `build`), or None.
+            slot_table: (T, S + 2W) int32 slot-table history (`pictura.sim.slot_table`: which
+                world owns each slot, each world's slot range), or one row (1, S + 2W) for every
+                step. None = the layout's own table, which only a static layout has: a packed
+                layout redraws its slot ranges at every block reset, so its caller passes them
+                (the env: ``State.slot_table``).
         Returns:
             ``out``: (N, ...) tensors, equal to what `build` gave for those slots at those steps.
         """
-        agent_box_hist, light_hist, speed_hist, steps, slots, parked_hist = (
-            _as_torch(x) for x in (agent_box_hist, light_hist, speed_hist, steps, slots, parked_hist)
+        agent_box_hist, light_hist, speed_hist, steps, slots, parked_hist, slot_table = (
+            _as_torch(x) for x in (agent_box_hist, light_hist, speed_hist, steps, slots, parked_hist, slot_table)
         )
         if out is not None:
             out = {k: _as_torch(v) for k, v in out.items()}
@@ -893,6 +919,7 @@ class VectorizedObservation:
             raise ValueError(f"light_state must be (T={T}, {L}) to match agent_box, got {tuple(light_hist.shape)}")
         if tuple(speed_hist.shape) != (T, S):
             raise ValueError(f"speed must be (T={T}, {S}) to match agent_box, got {tuple(speed_hist.shape)}")
+        table = self._slot_table_history(slot_table, T)
         N = int(steps.shape[0])
         if out is None:
             out = self.allocate((N,))
@@ -931,6 +958,7 @@ class VectorizedObservation:
                 wp.from_torch(agent_box_hist.float().contiguous()),
                 wp.from_torch(light_hist.to(torch.int32).contiguous(), dtype=wp.int32),
                 wp.from_torch(speed_hist.float().contiguous()),
+                table,
                 parked,
                 parked_per_world,
                 wp.from_torch(requests, dtype=wp.int32),
@@ -952,3 +980,22 @@ class VectorizedObservation:
             stream=stream,
         )
         return out
+
+    def _slot_table_history(self, slot_table: torch.Tensor | None, steps: int) -> wp.array:
+        """The kernel's (T or 1, S + 2W) slot table: ``slot_table`` checked against a history of
+        ``steps`` steps, or the layout's own row when None."""
+        if slot_table is None:
+            if self._layout_slot_table is None:
+                raise ValueError(
+                    "VectorizedObservation: a packed layout redraws its slot ranges at every block reset, "
+                    "so pass slot_table (the env passes State.slot_table); None reads the layout's own "
+                    "table, which only a static layout has"
+                )
+            return self._layout_slot_table
+        width = slot_table_width(self.num_slots, self.layout.num_worlds)
+        if slot_table.ndim != 2 or slot_table.shape[0] not in (1, steps) or slot_table.shape[1] != width:
+            raise ValueError(
+                f"slot_table must be (T={steps}, S + 2W = {width}) or (1, {width}) to match agent_box, "
+                f"got {tuple(slot_table.shape)}"
+            )
+        return wp.from_torch(slot_table.to(torch.int32).contiguous(), dtype=wp.int32)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pictura.envs.observations import VectorizedObservation
 from pictura.eval.overview import world_rows
 from pictura.maps import load
 from pictura.render.camera import CameraRig
@@ -252,8 +251,6 @@ def test_packed_layout_errors_and_consumers_refuse_it():
         build_model([rm], layout, vehicle_config(agents_per_world=(1, 8)), replay=object())
     with pytest.raises(ValueError, match="packed layouts are simulator-only"):
         Renderer([rm], layout, CameraRig())
-    with pytest.raises(ValueError, match="packed layouts are simulator-only"):
-        VectorizedObservation([rm], layout)
     with pytest.raises(ValueError, match="packed layouts are simulator-only"):
         world_rows(layout, 0)
 
