@@ -100,11 +100,11 @@ class ResolutionCurriculum(Callback):
         td = getattr(pl_module, "_td", None)  # PPO's observation the next rollout starts from
         if td is None or ("observation", "pixels") not in td.keys(include_nested=True):
             return
-        box, light = env.snapshot()
+        history = {key: value.unsqueeze(0) for key, value in env.snapshot().items()}  # one step
         n = env.num_slots
-        steps = torch.zeros(n, dtype=torch.int64, device=box.device)
-        slots = torch.arange(n, dtype=torch.int64, device=box.device)
-        pixels = env.render_history(box.unsqueeze(0), light.unsqueeze(0), steps, slots)
+        steps = torch.zeros(n, dtype=torch.int64, device=env.device)
+        slots = torch.arange(n, dtype=torch.int64, device=env.device)
+        pixels = env.render_history(history, steps, slots)
         observation = td.get("observation")
         observation.del_("pixels")
         observation.set("pixels", pixels)

@@ -113,7 +113,7 @@ class CameraVideo(Callback):
         if "pixels" in buf:
             pixels = buf["pixels"][steps, slots]
         else:
-            pixels = env.render_history(buf["agent_box"], buf["light_state"], steps, slots)
+            pixels = env.render_history(buf, steps, slots)
         return pixels.cpu().numpy()
 
     def write(self, trainer: Trainer, pl_module: LightningModule) -> str | None:
@@ -149,12 +149,16 @@ class CameraVideo(Callback):
         from pictura.eval.overview import overview_for_slot, side_by_side
 
         slot, steps = self._picked
-        boxes = pl_module.rollout["agent_box"][steps].cpu().numpy()
-        lights = pl_module.rollout["light_state"][steps].cpu().numpy()
+        rollout = pl_module.rollout
+        boxes = rollout["agent_box"][steps].cpu().numpy()
+        lights = rollout["light_state"][steps].cpu().numpy()
+        tables = rollout["slot_table"][steps].cpu().numpy() if "slot_table" in rollout else [None] * len(boxes)
         size = mosaics[0].shape[0]
         return [
-            side_by_side([m, overview_for_slot(pl_module.env, b, li, slot, size=size, title=f"step {int(t)}")])
-            for m, b, li, t in zip(mosaics, boxes, lights, steps.tolist(), strict=True)
+            side_by_side(
+                [m, overview_for_slot(pl_module.env, b, li, slot, size=size, title=f"step {int(t)}", slot_table=table)]
+            )
+            for m, b, li, table, t in zip(mosaics, boxes, lights, tables, steps.tolist(), strict=True)
         ]
 
     def _write_mp4(self, path: str, mosaics: list[np.ndarray]) -> None:

@@ -11,7 +11,7 @@ own inside `step` (episode length, or too many halted agents); `reset` is only n
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -37,6 +37,16 @@ from pictura.sim import (
 from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
 from pictura.sim.state import StateData
 
+SNAPSHOT_KEYS = ("agent_box", "light_state", "slot_table")
+"""The per-step snapshot arrays (`pictura.sim.snapshot`) a view is rendered from."""
+
+
+def stack_snapshots(snapshots: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """A history (leading step axis) from `DrivingEnv.snapshot` dicts, for `render_history`."""
+    if len(snapshots) == 0:
+        raise ValueError("stack_snapshots needs at least one snapshot")
+    return {name: torch.stack([s[name] for s in snapshots]) for name in SNAPSHOT_KEYS}
+
 
 def warp_device(device: torch.device) -> str:
     """The Warp device string for a torch device ("cpu", "cuda:0", ...)."""
@@ -54,9 +64,18 @@ class DrivingEnv(EnvBase):
         device: torch device the env lives on ("cpu", "cuda", "cuda:1").
         seed: base seed; every world's randomness derives from it.
         maps: map sources (`pictura.maps.load`); world ``w`` plays on ``maps[w % len(maps)]``.
-        num_worlds: worlds (map instances) on this device.
+        num_worlds: worlds (map instances) on this device; with ``block_slots`` the slot pool
+            is still ``num_worlds * slots_per_world`` slots, cut into blocks instead.
         slots_per_world: agent slots per world (capacity).
         agents_per_world: inclusive range ``(lo, hi)`` of agents drawn per world at each reset.
+        block_slots: 0 for fixed worlds of ``slots_per_world`` slots each; N > 0 packs the pool
+            into blocks of N slots (`WorldLayout.packed`, docs/simulator.md "Slot
+            utilisation"): each block holds ``worlds_per_block`` world records whose agents
+            take consecutive slots at every block reset, so a world of 5 agents uses 5 slots,
+            not ``slots_per_world`` (about 0.8 of the slots act instead of 0.4 at U{1, 120}).
+        worlds_per_block: world records per block (``block_slots`` > 0); records that do not
+            fit at a reset sit that episode out. Map ``k`` of the list plays on records
+            ``k, k + len(maps), ...``.
         rig: camera rig (default: the paper's four-camera rig at 96x54).
         sim: simulator settings (`pictura.sim.SimConfig`); its ``agents_per_world`` is replaced
             by the argument above so there is one place to set it.
@@ -83,6 +102,8 @@ class DrivingEnv(EnvBase):
         observation: VectorizedObservationConfig | None = None,
         validate_actions: bool = True,
         share_pixel_buffer: bool = False,
+        block_slots: int = 0,
+        worlds_per_block: int = 32,
     ) -> None:
         if num_worlds < 1:
             raise ValueError(f"num_worlds must be >= 1, got {num_worlds}")
@@ -90,23 +111,35 @@ class DrivingEnv(EnvBase):
             raise ValueError(f"slots_per_world must be >= 1, got {slots_per_world}")
         if len(maps) == 0:
             raise ValueError("maps must name at least one map source")
-        lo, hi = agents_per_world
-        if not 1 <= lo <= hi <= slots_per_world:
+        num_slots = num_worlds * slots_per_world
+        if block_slots < 0:
+            raise ValueError(f"block_slots must be >= 0 (0: fixed worlds), got {block_slots}")
+        if block_slots and num_slots % block_slots:
             raise ValueError(
-                f"agents_per_world must satisfy 1 <= lo <= hi <= slots_per_world={slots_per_world}, "
+                f"block_slots={block_slots} does not divide the {num_slots} slots (num_worlds x slots_per_world)"
+            )
+        capacity, capacity_name = (block_slots, "block_slots") if block_slots else (slots_per_world, "slots_per_world")
+        lo, hi = agents_per_world
+        if not 1 <= lo <= hi <= capacity:
+            raise ValueError(
+                f"agents_per_world must satisfy 1 <= lo <= hi <= {capacity_name}={capacity}, "
                 f"got {tuple(agents_per_world)}"
             )
-        num_slots = num_worlds * slots_per_world
         super().__init__(device=torch.device(device), batch_size=torch.Size([num_slots]))
         road_maps = [load_road_map(source) for source in maps]
         sim_config = dataclasses.replace(SimConfig() if sim is None else sim, agents_per_world=(int(lo), int(hi)))
         sim_config.validate()
-        layout = WorldLayout.uniform(
-            np.arange(num_worlds) % len(road_maps),
-            slots_per_world,
-            [len(m.light_position) for m in road_maps],
-            parked_per_world=sim_config.parked_per_world,
-        )
+        lights = [len(m.light_position) for m in road_maps]
+        if block_slots:
+            records = num_slots // block_slots * worlds_per_block  # packed() checks worlds_per_block
+            layout = WorldLayout.packed(
+                np.arange(records) % len(road_maps), block_slots, worlds_per_block, lights,
+                parked_per_world=sim_config.parked_per_world,
+            )  # fmt: skip
+        else:
+            layout = WorldLayout.uniform(
+                np.arange(num_worlds) % len(road_maps), slots_per_world, lights, parked_per_world=sim_config.parked_per_world
+            )
         self._assemble(
             list(maps), road_maps, sim_config, layout, rig, seed, observation, validate_actions, share_pixel_buffer
         )
@@ -129,7 +162,6 @@ class DrivingEnv(EnvBase):
         if isinstance(observation, dict):
             # a checkpoint's saved hyper-parameters hold the dataclass as a dict of its fields
             observation = VectorizedObservationConfig(**observation)
-        layout.require_static("DrivingEnv")
         wp.init()
         self._wp_device = warp_device(self.device)
         self.map_sources = map_sources
@@ -152,7 +184,6 @@ class DrivingEnv(EnvBase):
             )
         num_slots = layout.num_slots
         self._action = wp.to_torch(self._control.action)
-        self._world_id = torch.as_tensor(layout.slot_world, dtype=torch.int64, device=self.device)
         # One request per slot, all from "step 0" of a one-step history: acting renders the
         # same function as minibatch re-rendering does.
         self._slot_ids = torch.arange(num_slots, dtype=torch.int32, device=self.device)
@@ -241,16 +272,18 @@ class DrivingEnv(EnvBase):
             (n, self.num_cameras, self.rig.height, self.rig.width, 3), dtype=torch.uint8, device=self.device
         )
 
-    def _render(self, agent_box: torch.Tensor, light_state: torch.Tensor, requests: torch.Tensor, out: torch.Tensor):
-        """Render ``requests`` (N, 2) rows (step, slot) of a (T, S, 8) history into ``out``."""
+    def _render(self, history: Mapping[str, torch.Tensor], requests: torch.Tensor, out: torch.Tensor):
+        """Render ``requests`` (N, 2) rows (step, slot) of a stacked snapshot history into ``out``."""
         n = requests.shape[0]
         flat = out.view(n * self.num_cameras, self.rig.height, self.rig.width, 3)
+        table = history.get("slot_table")
         with self._warp_scope():
             self.renderer.render(
-                wp.from_torch(agent_box.contiguous()),
-                wp.from_torch(light_state.contiguous()),
+                wp.from_torch(history["agent_box"].contiguous()),
+                wp.from_torch(history["light_state"].contiguous()),
                 wp.from_torch(requests.contiguous(), dtype=wp.int32),
                 wp.from_torch(flat, dtype=wp.uint8),
+                slot_table=None if table is None else wp.from_torch(table.contiguous(), dtype=wp.int32),
             )
 
     def _render_current(self) -> None:
@@ -264,48 +297,41 @@ class DrivingEnv(EnvBase):
         clock = self.phase_clock
         if clock is not None:
             clock.start("rollout_render")
-        self._render(
-            wp.to_torch(st.agent_box).unsqueeze(0),
-            wp.to_torch(st.light_state).unsqueeze(0),
-            self._act_requests,
-            self._pixels,
-        )
+        current = {name: wp.to_torch(getattr(st, name)).unsqueeze(0) for name in SNAPSHOT_KEYS}
+        self._render(current, self._act_requests, self._pixels)
         if clock is not None:
             clock.stop("rollout_render")
 
-    def snapshot(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Copies of the compact state the current observation was rendered from.
-
-        Returns ``agent_box`` (S + P, 8) float32 (the S agent slots, then the P parked cars of
-        all worlds) and ``light_state`` (L,) int32: stack them over a rollout and hand them to
-        `render_history` to get the same pixels back.
+    def snapshot(self) -> dict[str, torch.Tensor]:
+        """Copies of the compact state the current observation was rendered from
+        (`pictura.sim.snapshot`): ``agent_box`` (S + P, 8) float32 (the S agent slots, then the
+        P parked cars of all worlds), ``light_state`` (L,) int32 and ``slot_table`` (S + 2W,)
+        int32 (which world owns each slot; it changes at block resets of a packed env). Stack
+        them over a rollout (`stack_snapshots`) and hand them to `render_history` to get the
+        same pixels back.
         """
         st = self.state
-        return wp.to_torch(st.agent_box).clone(), wp.to_torch(st.light_state).clone()
+        return {name: wp.to_torch(getattr(st, name)).clone() for name in SNAPSHOT_KEYS}
 
-    def render_history(
-        self,
-        agent_box_hist: torch.Tensor,
-        light_hist: torch.Tensor,
-        steps: torch.Tensor,
-        slots: torch.Tensor,
-    ) -> torch.Tensor:
+    def render_history(self, history: Mapping[str, torch.Tensor], steps: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """Re-render the views of (step, slot) pairs from a stacked snapshot history.
 
         Args:
-            agent_box_hist: (T, S + P, 8) float32, stacked `snapshot` boxes.
-            light_hist: (T, L) int32, stacked `snapshot` light states.
+            history: stacked `snapshot` arrays (other keys are ignored): ``agent_box``
+                (T, S + P, 8) float32, ``light_state`` (T, L) int32, ``slot_table``
+                (T, S + 2W) int32 (optional for a fixed-world env, whose table never changes).
             steps, slots: (N,) integer indices into the history.
         Returns:
             (N, C, H, W, 3) uint8, equal bit for bit to what was rendered while acting.
         """
         rows = self.layout.box_count
-        if agent_box_hist.ndim != 3 or agent_box_hist.shape[1:] != (rows, BOX_WIDTH):
-            raise ValueError(f"agent_box_hist must be (T, {rows}, {BOX_WIDTH}), got {tuple(agent_box_hist.shape)}")
+        box = history["agent_box"]
+        if box.ndim != 3 or box.shape[1:] != (rows, BOX_WIDTH):
+            raise ValueError(f"history['agent_box'] must be (T, {rows}, {BOX_WIDTH}), got {tuple(box.shape)}")
         # indices may come from the host (probes, tools): the renderer needs them on its device
         requests = torch.stack([steps.to(torch.int32), slots.to(torch.int32)], dim=1).to(self.device)
         out = self._new_pixels(requests.shape[0])
-        self._render(agent_box_hist, light_hist, requests, out)
+        self._render(history, requests, out)
         return out
 
     def final_record(self) -> dict[str, torch.Tensor]:
@@ -315,14 +341,13 @@ class DrivingEnv(EnvBase):
         first observation; PPO bootstraps its last transition from the value of the observation
         it would have had instead (`pictura.sim.State`'s ``final_*`` arrays). Stack these over a
         rollout and pass them to `observation_from_record`. Keys: ``agent_box`` (S + P, 8),
-        ``light_state`` (L,), ``speed`` (S,), ``ego``, ``ego_aux``, ``goals`` (S, 3, 2),
-        ``conditioning``; equal to the current observation's sources in worlds that did not
-        reset.
+        ``light_state`` (L,), ``slot_table`` (S + 2W,), ``speed`` (S,), ``ego``, ``ego_aux``,
+        ``goals`` (S, 3, 2), ``conditioning``; equal to the current observation's sources in
+        worlds that did not reset.
         """
         st, S = self.state, self.num_slots
         return {
-            "agent_box": wp.to_torch(st.final_agent_box).clone(),
-            "light_state": wp.to_torch(st.final_light_state).clone(),
+            **{name: wp.to_torch(getattr(st, "final_" + name)).clone() for name in SNAPSHOT_KEYS},
             "speed": wp.to_torch(st.final_speed).clone(),
             "ego": wp.to_torch(st.final_obs_ego).clone(),
             "ego_aux": wp.to_torch(st.final_obs_ego_aux).clone(),
@@ -340,7 +365,7 @@ class DrivingEnv(EnvBase):
         S = self.num_slots
         obs = {key: record[key][steps, slots] for key in ("ego", "goals", "conditioning")}
         if self.renders_pixels:
-            obs["pixels"] = self.render_history(record["agent_box"], record["light_state"], steps, slots)
+            obs["pixels"] = self.render_history(record, steps, slots)
         else:
             box = record["agent_box"]
             with self._warp_scope():
@@ -348,6 +373,7 @@ class DrivingEnv(EnvBase):
                     self.vectorized.build_requests(
                         box[:, :S], record["light_state"], record["speed"], steps, slots,
                         parked_hist=box[:, S:] if self.layout.parked_per_world else None,
+                        slot_table=record["slot_table"],
                     )
                 )  # fmt: skip
             obs["ego_aux"] = self.vectorized.ego_aux(record["ego_aux"][steps, slots])
@@ -374,14 +400,17 @@ class DrivingEnv(EnvBase):
                 box = wp.to_torch(st.agent_box)
                 parked = box[S:] if self.layout.parked_per_world else None
                 observation.update(
-                    self.vectorized.build(box[:S], wp.to_torch(st.light_state), wp.to_torch(st.speed), parked_box=parked)
-                )
+                    self.vectorized.build(
+                        box[:S], wp.to_torch(st.light_state), wp.to_torch(st.speed), parked_box=parked,
+                        slot_table=wp.to_torch(st.slot_table),
+                    )
+                )  # fmt: skip
             observation["ego_aux"] = self.vectorized.ego_aux(wp.to_torch(st.obs_ego_aux))
         return TensorDict(
             {
                 "observation": TensorDict(observation, batch_size=[S]),
                 "valid": wp.to_torch(st.active).bool(),
-                "world_id": self._world_id.clone(),
+                "world_id": wp.to_torch(st.slot_world).long(),
             },
             batch_size=[S],
             device=self.device,

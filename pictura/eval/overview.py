@@ -18,6 +18,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE, RoadMap
+from pictura.sim.slot_table import split_slot_table
 from pictura.sim.snapshot import (
     BOX_HEADING,
     BOX_INVALID,
@@ -41,12 +42,24 @@ FRUSTUM_RANGE = 25.0
 """Length (m) of the drawn camera frustum edges."""
 
 
-def world_rows(layout: WorldLayout, world: int) -> np.ndarray:
-    """Snapshot rows of world ``world``: its agent slots, then its parked cars. (n,) int64."""
-    layout.require_static("world_rows")
+def slot_ranges(layout: WorldLayout, slot_table: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(slot_world, world_slot_start, world_slot_count) of one snapshot: its ``slot_table`` row
+    (S + 2W,), or the layout's own arrays (fixed worlds only: a packed layout's change at every
+    block reset)."""
+    if slot_table is None:
+        if layout.is_packed:
+            raise ValueError("a packed layout's slot ranges change at every block reset: pass the snapshot's slot_table")
+        return layout.slot_world, layout.world_slot_start, layout.world_slot_count
+    return split_slot_table(slot_table, layout.num_slots, layout.num_worlds)
+
+
+def world_rows(layout: WorldLayout, world: int, slot_table: np.ndarray | None = None) -> np.ndarray:
+    """Snapshot rows of world ``world``: its agent slots (per ``slot_table``, see `slot_ranges`),
+    then its parked cars. (n,) int64."""
+    _, starts, counts = slot_ranges(layout, slot_table)
     if not 0 <= world < layout.num_worlds:
         raise ValueError(f"world {world} outside 0..{layout.num_worlds - 1}")
-    start, count = int(layout.world_slot_start[world]), int(layout.world_slot_count[world])
+    start, count = int(starts[world]), int(counts[world])
     parked = layout.world_parked_start(world)
     return np.concatenate([np.arange(start, start + count), np.arange(parked, parked + layout.parked_per_world)])
 
@@ -247,9 +260,11 @@ def overview_for_slot(
     size: int = 360,
     radius: float = 40.0,
     title: str | None = None,
+    slot_table: np.ndarray | None = None,
 ) -> np.ndarray:
     """`draw_overview` of ``slot``'s world from one full snapshot of an env (a `DrivingEnv` or
-    anything with ``layout``, ``road_maps`` and ``rig``).
+    anything with ``layout``, ``road_maps`` and ``rig``); ``slot_table`` is the snapshot's
+    (S + 2W,) row (needed for packed layouts, see `slot_ranges`).
 
     Args:
         agent_box: (S + P, 8) one step's snapshot; light_state: (L,) the flat light states.
@@ -258,9 +273,9 @@ def overview_for_slot(
         infraction_slots: (S,) bool, slots with an infraction this step, or None.
     """
     layout = env.layout
-    world = int(layout.slot_world[slot])
+    world = int(slot_ranges(layout, slot_table)[0][slot])
     road_map = env.road_maps[int(layout.world_map[world])]
-    rows = world_rows(layout, world)
+    rows = world_rows(layout, world, slot_table)
     parked = rows >= layout.num_slots
     infractions = None
     if infraction_slots is not None:

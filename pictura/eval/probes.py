@@ -137,7 +137,8 @@ def record_states(env, policy: ProbedPolicy, count: int, warmup: int = 10, strid
     step = 0
     while len(out) < count:
         if step >= warmup and (step - warmup) % stride == 0:
-            box, light = env.snapshot()
+            snap = env.snapshot()
+            box, light = snap["agent_box"], snap["light_state"]
             out.append(RecordedState(box, light, wp.to_torch(env.state.speed).clone(), td["observation"].clone(),
                                      td["valid"].clone()))
         td.set("action", policy.act(td["observation"]))
@@ -155,7 +156,8 @@ def counterfactual_observations(env, state: RecordedState, ego: int, boxes: torc
     obs = state.observation[ego].expand(k).clone()
     if env.renders_pixels:
         lights = state.light_state[None].expand(k, -1).contiguous()
-        obs["pixels"] = env.render_history(boxes, lights, torch.arange(k), torch.full((k,), ego))
+        history = {"agent_box": boxes, "light_state": lights}  # probes run fixed-world envs: no slot table
+        obs["pixels"] = env.render_history(history, torch.arange(k), torch.full((k,), ego))
     else:
         S = env.num_slots
         parked = env.layout.parked_per_world > 0
@@ -185,6 +187,7 @@ def removal_probe(
     if radius <= 0:
         raise ValueError(f"radius must be > 0 m, got {radius}")
     layout = env.layout
+    layout.require_static("grounding probes")
     records = []
     for si, st in enumerate(states):
         box = st.agent_box.cpu()
@@ -249,6 +252,7 @@ def pedestrian_probe(
     if positions < 2 or half_span <= 0:
         raise ValueError(f"positions must be >= 2 and half_span > 0, got {positions}, {half_span}")
     layout = env.layout
+    layout.require_static("grounding probes")
     for si, st in enumerate(states):
         box = st.agent_box.cpu()
         b = box.numpy()

@@ -67,7 +67,8 @@ def record(env, recorder, steps: int) -> Recording:
     boxes, lights, actions, valids, states = [], [], [], [], []
     for _ in range(steps):
         states.append(env.save_state())
-        box, light = env.snapshot()
+        snap = env.snapshot()
+        box, light = snap["agent_box"], snap["light_state"]
         action = recorder.act(td["observation"])
         boxes.append(box.cpu().numpy())
         lights.append(light.cpu().numpy())

@@ -378,7 +378,8 @@ class PPO(LightningModule):
     def collect_rollout(self, clock: PhaseClock) -> dict[str, torch.Tensor]:
         """Step the env ``rollout_steps`` times; returns the rollout as tensors.
 
-        Keys: ``agent_box`` (T, S, 8) and ``light_state`` (T, L) (the snapshot history);
+        Keys: ``agent_box`` (T, S + P, 8), ``light_state`` (T, L) and ``slot_table`` (T, S + 2W)
+        (the snapshot history, `DrivingEnv.snapshot`);
         ``ego``, ``conditioning``, ``goals`` (T, S, ...); ``pixels`` (T, S, C, H, W, 3) only with
         ``store_images``; ``action``, ``logprob``, ``value``, ``reward``, ``next_value`` (T, S);
         ``valid``, ``terminated``, ``truncated``, ``next_valid`` (T, S) bool; ``truncated_value``
@@ -387,12 +388,8 @@ class PPO(LightningModule):
         env, T, S = self.env, self.hparams.rollout_steps, self.env.num_slots
         spec = env.observation_spec
         dev = env.device
-        box, light = env.snapshot()
-        fields = {
-            "agent_box": torch.empty(T, *box.shape, dtype=box.dtype, device=dev),
-            "light_state": torch.empty(T, *light.shape, dtype=light.dtype, device=dev),
-            "action": torch.empty(T, S, dtype=torch.int64, device=dev),
-        }
+        fields = {k: torch.empty(T, *v.shape, dtype=v.dtype, device=dev) for k, v in env.snapshot().items()}
+        fields["action"] = torch.empty(T, S, dtype=torch.int64, device=dev)
         for key in self.vector_keys:
             leaf = spec["observation", key]
             fields[key] = torch.empty(T, *leaf.shape, dtype=leaf.dtype, device=dev)
@@ -412,8 +409,8 @@ class PPO(LightningModule):
         env.phase_clock = clock  # the env brackets its rendering as "rollout_render"
         for t in range(T):
             clock.start("rollout_policy")
-            box, light = env.snapshot()  # what this step's pixels were rendered from
-            buf["agent_box"][t], buf["light_state"][t] = box, light
+            for key, value in env.snapshot().items():  # what this step's pixels were rendered from
+                buf[key][t] = value
             obs = td["observation"]
             for key in self.vector_keys:
                 buf[key][t] = obs[key]
@@ -490,7 +487,7 @@ class PPO(LightningModule):
         if "pixels" in buf:
             obs["pixels"] = buf["pixels"][steps, slots]
         elif self.observes_pixels:
-            obs["pixels"] = self.env.render_history(buf["agent_box"], buf["light_state"], steps, slots)
+            obs["pixels"] = self.env.render_history(buf, steps, slots)
         return TensorDict(obs, batch_size=[steps.shape[0]])
 
     def training_step(self, batch, batch_idx: int):

@@ -62,11 +62,12 @@ class WorldLayout:
         return row[None]
 
     def require_static(self, consumer: str) -> None:
-        """Raise ``ValueError`` for a packed layout: ``consumer`` reads the static slot arrays."""
+        """Raise ``ValueError`` for a packed layout: ``consumer`` reads the fixed slot arrays (a
+        packed layout's change at every block reset; snapshot readers take the slot table)."""
         if self.is_packed:
             raise ValueError(
-                f"{consumer}: packed layouts are simulator-only for now (the slot ranges change at "
-                "every block reset and live in the simulator State); use WorldLayout.uniform"
+                f"{consumer} needs fixed worlds (WorldLayout.uniform, env block_slots=0): a packed "
+                "layout's slot ranges change at every block reset"
             )
 
     @property

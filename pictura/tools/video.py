@@ -109,8 +109,10 @@ def record_frames(env, policy, agent: int, steps: int, scale: int, overview_size
         bar = tqdm(total=steps, desc="video", unit="frame", file=sys.stderr)
     frames = []
     for _ in range(steps):
-        box, light = env.snapshot()
-        views = env.render_history(box[None], light[None], torch.tensor([0]), torch.tensor([agent]))[0].cpu().numpy()
+        snap = env.snapshot()
+        box, light = snap["agent_box"], snap["light_state"]
+        history = {key: value[None] for key, value in snap.items()}
+        views = env.render_history(history, torch.tensor([0]), torch.tensor([agent]))[0].cpu().numpy()
         goals = wp.to_torch(env.state.goal)[agent].cpu().numpy()
         infractions = wp.to_torch(env.state.events).cpu().numpy()[:, infraction_cols].any(1)
         overview = overview_for_slot(

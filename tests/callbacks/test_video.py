@@ -33,9 +33,9 @@ def test_gif_replays_the_chosen_slot_from_history(tmp_path):
     T, S = 5, env.num_slots
     boxes, lights, valids = [], [], []
     for _ in range(T):
-        b, li = env.snapshot()
-        boxes.append(b)
-        lights.append(li)
+        snap = env.snapshot()
+        boxes.append(snap["agent_box"])
+        lights.append(snap["light_state"])
         valids.append(td["valid"])
         td["action"] = torch.full((S,), 7)
         td = env.step(td)["next"]
@@ -54,7 +54,7 @@ def test_gif_replays_the_chosen_slot_from_history(tmp_path):
     assert gif.n_frames == 4
     # frame 0 equals the mosaic of the slot valid most often, rendered at step 0
     slot = int(rollout["valid"].sum(0).argmax())
-    first = env.render_history(rollout["agent_box"], rollout["light_state"], torch.tensor([0]), torch.tensor([slot]))
+    first = env.render_history(rollout, torch.tensor([0]), torch.tensor([slot]))
     expected = tile_views(first[0].numpy(), ["front", "front_left", "front_right", "back"], 1, 2)
     gif.seek(0)
     got = np.asarray(gif.convert("RGB"))

@@ -7,6 +7,7 @@ import torch
 from torchrl.envs.utils import check_env_specs
 
 from pictura.envs import DrivingEnv
+from pictura.envs.driving import stack_snapshots
 from pictura.render import Camera, CameraRig
 from pictura.sim import NUM_ACTIONS
 
@@ -80,18 +81,15 @@ def test_no_nan_after_2000_random_steps():
 def test_history_rerender_equals_acting_pixels(env):
     gen = torch.Generator().manual_seed(3)
     td = env.reset()
-    boxes, lights, pixels = [], [], []
+    snapshots, pixels = [], []
     for _ in range(5):
-        box, light = env.snapshot()
-        boxes.append(box)
-        lights.append(light)
+        snapshots.append(env.snapshot())
         pixels.append(td["observation", "pixels"].clone())
         td["action"] = random_actions(env.num_slots, gen)
         td = env.step(td)["next"]
-    box_hist, light_hist = torch.stack(boxes), torch.stack(lights)
     steps = torch.tensor([4, 0, 2, 3, 1])
     slots = torch.tensor([0, 3, 9, 15, 7])
-    again = env.render_history(box_hist, light_hist, steps, slots)
+    again = env.render_history(stack_snapshots(snapshots), steps, slots)
     for i, (t, s) in enumerate(zip(steps.tolist(), slots.tolist(), strict=True)):
         assert torch.equal(again[i], pixels[t][s])
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pictura.envs import DrivingEnv
+from pictura.envs.driving import stack_snapshots
 from pictura.envs.observations import VectorizedObservationConfig
 from pictura.render import CameraRig
 from pictura.sim import NUM_ACTIONS, SimConfig
@@ -16,17 +17,21 @@ MAP = "procedural:seed=0,blocks_x=2,blocks_y=2"
 RESET_AT = 5
 
 
-def _env(episode_length: int, observation) -> DrivingEnv:
+def _env(episode_length: int, observation, block_slots: int = 0) -> DrivingEnv:
     return DrivingEnv(
         seed=3, maps=[MAP], num_worlds=2, slots_per_world=10, agents_per_world=(6, 10),
         rig=CameraRig(width=32, height=18), observation=observation,
         sim=SimConfig(episode_length=episode_length, early_reset_halted_fraction=1.0),
+        block_slots=block_slots, worlds_per_block=3,
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("block_slots", [0, 20], ids=["fixed", "packed"])
 @pytest.mark.parametrize("observation", [None, VectorizedObservationConfig(variant="privileged")], ids=["pixels", "vectorized"])
-def test_final_observation_equals_the_observation_without_the_reset(observation):
-    short, long = _env(RESET_AT, observation), _env(10 * RESET_AT, observation)
+def test_final_observation_equals_the_observation_without_the_reset(observation, block_slots):
+    """Packed: the block reset redraws the slot ranges, so the final record must carry the
+    ranges from before it (``slot_table``) to rebuild the old worlds."""
+    short, long = _env(RESET_AT, observation, block_slots), _env(10 * RESET_AT, observation, block_slots)
     gen = torch.Generator().manual_seed(0)
     td_s, td_l = short.reset(), long.reset()
     records, returned = [], []
@@ -64,6 +69,5 @@ def test_observation_config_given_as_a_dict_of_its_fields():
                      observation={"variant": "blind", "max_partners": 4})
     assert not env.renders_pixels and env.vectorized.max_partners == 4 and not env.vectorized.privileged
     # host-side indices are moved to the env's device by render_history
-    box, light = env.snapshot()
-    views = env.render_history(box[None], light[None], torch.zeros(2, dtype=torch.int64), torch.arange(2))
+    views = env.render_history(stack_snapshots([env.snapshot()]), torch.zeros(2, dtype=torch.int64), torch.arange(2))
     assert views.shape[:2] == (2, env.num_cameras)

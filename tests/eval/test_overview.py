@@ -99,8 +99,9 @@ def test_camera_video_callback_draws_the_same_overview(tmp_path):
     env = DrivingEnv(maps=["procedural:seed=0"], num_worlds=1, slots_per_world=3, agents_per_world=(3, 3),
                      rig=CameraRig(width=16, height=9), validate_actions=False)
     td = env.reset()
-    box, light = env.snapshot()
-    rollout = {"agent_box": box[None], "light_state": light[None], "valid": td["valid"][None]}
+    snap = env.snapshot()
+    box, light = snap["agent_box"], snap["light_state"]
+    rollout = {**{key: value[None] for key, value in snap.items()}, "valid": td["valid"][None]}
     module = SimpleNamespace(rollout=rollout, env=env, iteration=torch.tensor(1))
     trainer = SimpleNamespace(is_global_zero=True, log_dir=str(tmp_path), default_root_dir=str(tmp_path),
                               global_step=1, logger=None)
@@ -108,7 +109,7 @@ def test_camera_video_callback_draws_the_same_overview(tmp_path):
     video.on_train_batch_end(trainer, module, None, None, 0)
     got = np.asarray(Image.open(tmp_path / "videos" / "iter_0001.gif").convert("RGB"))
     slot = int(rollout["valid"].sum(0).argmax())
-    views = env.render_history(box[None], light[None], torch.tensor([0]), torch.tensor([slot]))[0].numpy()
+    views = env.render_history(rollout, torch.tensor([0]), torch.tensor([slot]))[0].numpy()
     mosaic = tile_views(views, ["front", "front_left", "front_right", "back"], 1, 2)
     expected = side_by_side([mosaic, overview_for_slot(env, box.numpy(), light.numpy(), slot,
                                                        size=mosaic.shape[0], title="step 0")])

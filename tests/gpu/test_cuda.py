@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from pictura.envs import DrivingEnv
+from pictura.envs.driving import stack_snapshots
 from pictura.render import CameraRig
 from pictura.sim import NUM_ACTIONS
 
@@ -31,30 +32,29 @@ def cuda_env() -> DrivingEnv:
 def rollout(env: DrivingEnv, steps: int = 40):
     gen = torch.Generator(device="cuda").manual_seed(0)
     td = env.reset()
-    frames, boxes, lights, rewards = [], [], [], []
+    frames, boxes, snapshots, rewards = [], [], [], []
     for _ in range(steps):
-        box, light = env.snapshot()
-        boxes.append(box)
-        lights.append(light)
+        snapshots.append(env.snapshot())
+        boxes.append(snapshots[-1]["agent_box"])
         frames.append(td["observation", "pixels"].clone())
         td["action"] = torch.randint(0, NUM_ACTIONS, (env.num_slots,), device="cuda", generator=gen)
         td = env.step(td)["next"]
         rewards.append(td["reward"].clone())
-    return frames, boxes, lights, rewards
+    return frames, boxes, rewards, snapshots
 
 
 def test_cuda_rollout_is_deterministic():
     env = cuda_env()
-    first, second = rollout(env), rollout(env)
+    first, second = rollout(env)[:3], rollout(env)[:3]
     for a_list, b_list in zip(first, second, strict=True):
         assert all(torch.equal(a, b) for a, b in zip(a_list, b_list, strict=True))
 
 
 def test_cuda_history_rerender_is_exact():
     env = cuda_env()
-    frames, boxes, lights, rewards = rollout(env, steps=10)
+    frames, _, rewards, snapshots = rollout(env, steps=10)
     steps = torch.arange(10, device="cuda").repeat_interleave(env.num_slots)
     slots = torch.arange(env.num_slots, device="cuda").repeat(10)
-    again = env.render_history(torch.stack(boxes), torch.stack(lights), steps, slots)
+    again = env.render_history(stack_snapshots(snapshots), steps, slots)
     assert torch.equal(again, torch.stack(frames).reshape(again.shape))
     assert torch.isfinite(torch.stack(rewards)).all()

@@ -146,14 +146,15 @@ class FakeDrivingEnv(EnvBase):
         k = torch.arange(3, device=dev).view(1, 1, 1, 3) * 85
         return ((base.view(-1, 1, 1, 1, 1) + c + h + w + k) % 256).to(torch.uint8)
 
-    def snapshot(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._box.clone(), self._light.clone()
+    def snapshot(self) -> dict[str, torch.Tensor]:
+        return {"agent_box": self._box.clone(), "light_state": self._light.clone()}
 
-    def render_history(self, agent_box_hist, light_hist, steps, slots) -> torch.Tensor:
+    def render_history(self, history, steps, slots) -> torch.Tensor:
+        agent_box_hist = history["agent_box"]
         if agent_box_hist.ndim != 3 or agent_box_hist.shape[1:] != (self.num_slots, BOX_WIDTH):
             raise ValueError(f"agent_box_hist must be (T, {self.num_slots}, 8), got {tuple(agent_box_hist.shape)}")
         box = agent_box_hist[steps, slots]
-        light = light_hist[steps, self._world_id[slots]]
+        light = history["light_state"][steps, self._world_id[slots]]
         return self._pixels_of(box, light)
 
     def set_resolution(self, width: int, height: int) -> None:
@@ -198,7 +199,7 @@ class FakeDrivingEnv(EnvBase):
 
     def observation_from_record(self, record, steps, slots) -> TensorDict:
         obs = {k: record[k][steps, slots] for k in ("ego", "goals", "conditioning")}
-        obs["pixels"] = self.render_history(record["agent_box"], record["light_state"], steps, slots)
+        obs["pixels"] = self.render_history(record, steps, slots)
         return TensorDict(obs, batch_size=[steps.shape[0]], device=self.device)
 
     def _observation(self) -> TensorDict:

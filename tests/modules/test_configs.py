@@ -28,6 +28,8 @@ def shrink(root: Path) -> list[str]:
         "--model.init_args.env.init_args.num_worlds=1",
         "--model.init_args.env.init_args.slots_per_world=8",
         "--model.init_args.env.init_args.agents_per_world=[4, 8]",
+        "--model.init_args.env.init_args.block_slots=8",  # one block of up to 2 worlds (the configs pack)
+        "--model.init_args.env.init_args.worlds_per_block=2",
         "--model.init_args.env.init_args.rig.init_args.width=32",
         "--model.init_args.env.init_args.rig.init_args.height=18",
         "--model.init_args.rollout_steps=4",

@@ -11,8 +11,6 @@ import pytest
 
 from pictura.eval.overview import world_rows
 from pictura.maps import load
-from pictura.render.camera import CameraRig
-from pictura.render.rasterizer import Renderer
 from pictura.sim import EVENTS, SimConfig, build_model, reset, step
 from pictura.sim.snapshot import BOX_INVALID, WorldLayout
 
@@ -233,7 +231,7 @@ def test_static_layouts_keep_their_slot_arrays(towns):
             np.testing.assert_array_equal(getattr(s0, name).numpy(), getattr(lay, name))
 
 
-def test_packed_layout_errors_and_consumers_refuse_it():
+def test_packed_layout_errors():
     rm = loop_map()
     lights = [len(rm.light_position)]
     with pytest.raises(ValueError, match="multiple of worlds_per_block"):
@@ -249,9 +247,8 @@ def test_packed_layout_errors_and_consumers_refuse_it():
     with pytest.raises(ValueError, match="log replay needs a static layout"):
         # refused before the log is read, so any stand-in shows it
         build_model([rm], layout, vehicle_config(agents_per_world=(1, 8)), replay=object())
-    with pytest.raises(ValueError, match="packed layouts are simulator-only"):
-        Renderer([rm], layout, CameraRig())
-    with pytest.raises(ValueError, match="packed layouts are simulator-only"):
+    # readers of a snapshot need its slot table: the layout's arrays are only the first state
+    with pytest.raises(ValueError, match="pass the snapshot's slot_table"):
         world_rows(layout, 0)
 
 
