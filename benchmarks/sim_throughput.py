@@ -2,11 +2,12 @@
 
     python benchmarks/sim_throughput.py --device cuda           # H200: target >= 20 M agent-steps/s
     python benchmarks/sim_throughput.py --device cpu --slots 1024 --steps 20
-    python benchmarks/sim_throughput.py --device cpu --slots 2048 --steps 200 --block-slots 1024  # packed
+    python benchmarks/sim_throughput.py --device cpu --slots 2048 --steps 200 --block-slots 0  # fixed worlds
 
-Scene: ``--slots`` (20,480) agent slots in worlds of ``--slots-per-world`` (128) slots spread
-over 8 towns (``--block-slots N``: blocks of N slots, each packing up to ``--worlds-per-block``
-variable-size worlds, `WorldLayout.packed`): ``carla:Town01..Town10HD`` when the data root exists, else 8 procedural seeds.
+Scene: ``--slots`` (20,480) agent slots packed as the training configs pack them, in blocks of
+``--block-slots`` (4,096) slots each holding up to ``--worlds-per-block`` (96) variable-size
+worlds (`WorldLayout.packed`; ``--block-slots 0``: fixed worlds of ``--slots-per-world`` (128)
+slots), over 8 towns: ``carla:Town01..Town10HD`` when the data root exists, else 8 procedural seeds.
 Default `SimConfig` (agents ~U{1, 120} per world, 10 % pedestrians, 10 % cyclists, 32 parked
 cars per world). Actions are uniform random, drawn on the device. Only *active* agent-steps
 (valid and not halted before the step) count. Timing covers ``--steps`` calls of
@@ -59,8 +60,8 @@ def main() -> None:
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--slots", type=int, default=20_480)
     ap.add_argument("--slots-per-world", type=int, default=128)
-    ap.add_argument("--block-slots", type=int, default=0, help="pack the slots in blocks of N (0: static worlds)")
-    ap.add_argument("--worlds-per-block", type=int, default=32)
+    ap.add_argument("--block-slots", type=int, default=4096, help="pack the slots in blocks of N (0: fixed worlds)")
+    ap.add_argument("--worlds-per-block", type=int, default=96)
     ap.add_argument("--early-reset-halted-fraction", type=float, default=SimConfig.early_reset_halted_fraction)
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=20)
