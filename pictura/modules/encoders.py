@@ -12,11 +12,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 
 import torch
 from torch import nn
+from torch.nn import functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 def _check_positive(**sizes: int | Sequence[int]) -> None:
@@ -92,7 +95,26 @@ class ConvStack(nn.Module):
         return h, w
 
     def forward(self, views: torch.Tensor) -> torch.Tensor:
-        return self.layers(views)
+        return self.layers[1:](patch_stem(views, self.layers[0]))
+
+
+def patch_stem(views: torch.Tensor, stem: nn.Conv2d) -> torch.Tensor:
+    """``stem(views)`` for a conv whose kernel equals its stride (no padding), computed as one
+    matrix product over the non-overlapping patches.
+
+    Same parameters and the same function as the conv (rows and columns past the last whole
+    patch are dropped, as the conv drops them), but on an H200 cuDNN ran the 3-channel stem
+    through a generic NHWC kernel plus a channel-padding pass (~1.9 s of a ~22 s Alberti
+    iteration, docs/benchmarks.md); a (patches x 48) @ (48 x 32) GEMM is a fraction of that.
+    (N, C, H, W) -> (N, out, H // s, W // s), channels_last in memory.
+    """
+    s = stem.stride[0]
+    N, C, H, W = views.shape
+    h, w = H // s, W // s
+    patches = views[:, :, : h * s, : w * s].permute(0, 2, 3, 1)  # (N, H', W', C)
+    patches = patches.reshape(N, h, s, w, s, C).permute(0, 1, 3, 2, 4, 5).reshape(N, h, w, s * s * C)
+    weight = stem.weight.permute(0, 2, 3, 1).reshape(stem.out_channels, s * s * C)  # (out, ky, kx, c)
+    return F.linear(patches, weight, stem.bias).permute(0, 3, 1, 2)
 
 
 class CameraEncoder(nn.Module):
@@ -162,12 +184,20 @@ class CameraEncoder(nn.Module):
 
     def _attend(self, q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
         """Cross-attention of queries over one view's tokens, in chunks of views."""
-        out = [
-            self.attention(qc, kc, kc, need_weights=False)[0]
-            for qc, kc in zip(q.split(ATTENTION_CHUNK), kv.split(ATTENTION_CHUNK), strict=True)
-        ]
+        backends = sdpa_kernel(CUDA_ATTENTION_BACKENDS) if q.is_cuda else contextlib.nullcontext()
+        with backends:
+            out = [
+                self.attention(qc, kc, kc, need_weights=False)[0]
+                for qc, kc in zip(q.split(ATTENTION_CHUNK), kv.split(ATTENTION_CHUNK), strict=True)
+            ]
         return out[0] if len(out) == 1 else torch.cat(out)
 
+
+CUDA_ATTENTION_BACKENDS = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+"""Fused attention kernels the camera encoder may use on CUDA. Its attention is tiny (16
+queries over ~24 tokens per view, head width 32, a million views per update) and the
+memory-efficient kernel beat flash attention there: the whole Alberti forward + backward took
+72.8 ms instead of 81.2 ms per 16,384 samples in bf16 on an H200 (docs/benchmarks.md)."""
 
 ATTENTION_CHUNK = 8192
 """Most views per attention call: fused attention kernels launch one grid row per

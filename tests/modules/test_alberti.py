@@ -99,3 +99,20 @@ def test_missing_observation_key_raises():
     spec = Composite(observation=Composite(ego=Unbounded(shape=(2, 7)), shape=(2,)), shape=(2,))
     with pytest.raises(ValueError, match="pixels"):
         AlbertiPolicy(spec)
+
+
+@pytest.mark.parametrize("height, width", [(54, 96), (18, 32), (27, 48), (9, 16)])
+def test_patch_stem_equals_the_strided_conv(height, width):
+    """The stem runs as a GEMM over patches; the reference is the conv itself (torch's conv2d),
+    values and gradients, at sizes that leave rows / columns past the last whole patch."""
+    torch.manual_seed(0)
+    conv = ConvStack()
+    views = torch.rand(3, 3, height, width, requires_grad=True)
+    reference = torch.nn.Sequential(*conv.layers)  # the plain conv stack, same parameters
+    expected = reference(views)
+    got = conv(views)
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    (g_got,) = torch.autograd.grad(got.square().sum(), conv.layers[0].weight)
+    (g_ref,) = torch.autograd.grad(expected.square().sum(), conv.layers[0].weight)
+    torch.testing.assert_close(g_got, g_ref, rtol=1e-4, atol=1e-5)
