@@ -284,7 +284,16 @@ class PPO(LightningModule):
                 raise ValueError(f"env num_worlds={global_worlds} is not divisible by the {world_size} ranks")
             kwargs["num_worlds"] = global_worlds // world_size
         device = self.trainer.strategy.root_device
-        self.env = self.env_factory(str(device), self.hparams.seed + 1_000_003 * rank, **kwargs)
+        try:
+            self.env = self.env_factory(str(device), self.hparams.seed + 1_000_003 * rank, **kwargs)
+        except ValueError as err:
+            if not kwargs:
+                raise
+            # the env only sees its share: say where its sizes came from
+            raise ValueError(
+                f"{err} (each of the {world_size} ranks builds num_worlds={kwargs['num_worlds']} of the global "
+                f"{global_worlds}; for packed worlds choose an env block_slots that divides a rank's slots)"
+            ) from err
         self.env.validate_actions = False  # actions come from a 12-way categorical
         self.policy = self.policy_factory(self.env.observation_spec, int(self.env.action_spec.n))
         # conv weights channels_last: the views arrive NHWC (the env layout), so no transposes

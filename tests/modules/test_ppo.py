@@ -186,6 +186,21 @@ def test_setup_splits_global_sizes_across_ranks():
         _attach(PPO(env=factory, policy=policy, minibatch_size=63), world_size=3).setup("fit")
 
 
+def test_a_rank_share_that_breaks_the_packing_names_the_split():
+    import functools
+
+    import pytest
+
+    from pictura.envs import DrivingEnv
+
+    # 4 worlds x 8 slots = 32 global slots in one block of 32; 2 ranks get 16 slots each
+    factory = functools.partial(DrivingEnv, maps=["procedural:seed=0,blocks_x=2,blocks_y=2"], num_worlds=4,
+                                slots_per_world=8, agents_per_world=(1, 8), block_slots=32, worlds_per_block=2)
+    policy = functools.partial(AlbertiPolicy, **TINY_POLICY)
+    with pytest.raises(ValueError, match=r"block_slots=32 does not divide the 16 slots .* each of the 2 ranks"):
+        _attach(PPO(env=factory, policy=policy, minibatch_size=64), world_size=2).setup("fit")
+
+
 def test_policy_forward_returns_the_compiled_module_without_testing_its_truth():
     """torch.compile wrappers raise on len()/bool(): `policy_forward` must not evaluate them."""
 
