@@ -197,7 +197,7 @@ def test_a_rank_share_that_breaks_the_packing_names_the_split():
     factory = functools.partial(DrivingEnv, maps=["procedural:seed=0,blocks_x=2,blocks_y=2"], num_worlds=4,
                                 slots_per_world=8, agents_per_world=(1, 8), block_slots=32, worlds_per_block=2)
     policy = functools.partial(AlbertiPolicy, **TINY_POLICY)
-    with pytest.raises(ValueError, match=r"block_slots=32 does not divide the 16 slots .* each of the 2 ranks"):
+    with pytest.raises(ValueError, match=r"block_slots=32 does not divide the 16 slots .*each of the 2 ranks"):
         _attach(PPO(env=factory, policy=policy, minibatch_size=64), world_size=2).setup("fit")
 
 
