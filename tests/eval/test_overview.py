@@ -79,6 +79,13 @@ def test_bad_inputs_name_the_field():
 def test_world_rows_and_side_by_side():
     lay = WorldLayout.uniform([0, 0], 3, [0], parked_per_world=2)
     assert world_rows(lay, 1).tolist() == [3, 4, 5, 8, 9]
+    # packed: the slots come from the snapshot's slot table (6 slots, 2 records: 4 + 2 agents)
+    packed = WorldLayout.packed([0, 0], 6, 2, [0], parked_per_world=2)
+    table = np.array([0, 0, 0, 0, 1, 1] + [0, 4] + [4, 2])  # slot_world | starts | counts
+    assert world_rows(packed, 1, table).tolist() == [4, 5, 8, 9]
+    assert world_rows(packed, 0, table).tolist() == [0, 1, 2, 3, 6, 7]
+    with pytest.raises(ValueError, match="slot_table"):
+        world_rows(packed, 0)
     a, b = np.full((4, 5, 3), 1, np.uint8), np.full((6, 2, 3), 2, np.uint8)
     out = side_by_side([a, b], gap=3)
     assert out.shape == (6, 10, 3)
