@@ -18,19 +18,21 @@ run() {  # name, command...
 }
 if [[ $part == all || $part == policy ]]; then
     run policy python3 benchmarks/policy_throughput.py --device cuda --batch 4096 --compile
+    run policy_variants python3 benchmarks/policy_variants.py --device cuda
 fi
 if [[ $part == all || $part == sim ]]; then
-    run sim python3 benchmarks/sim_throughput.py --device cuda --steps 500
+    run sim python3 benchmarks/sim_throughput.py --device cuda --steps 3000                    # packed, as trained
+    run sim_fixed_worlds python3 benchmarks/sim_throughput.py --device cuda --steps 3000 --block-slots 0
 fi
 if [[ $part == all || $part == render ]]; then
     run render python3 benchmarks/render_throughput.py --device cuda --iters 5
+    run render_training python3 benchmarks/render_throughput.py --device cuda --scene training --requests slots
 fi
 if [[ $part == all || $part == train ]]; then
-    # ${MAPS_OVERLAY:-}: e.g. configs/procedural.yaml when the CARLA data is not on the host
-    run train_alberti_fp32 python3 benchmarks/train_throughput.py --device cuda --iterations 2 --steps 30 \
-        --config configs/alberti.yaml ${MAPS_OVERLAY:-}
-    run train_alberti_bf16 python3 benchmarks/train_throughput.py --device cuda --iterations 2 --steps 30 \
-        --precision bf16-mixed --config configs/alberti.yaml ${MAPS_OVERLAY:-}
-    run train_vectorized python3 benchmarks/train_throughput.py --device cuda --iterations 2 --steps 30 \
-        --config configs/vectorized.yaml ${MAPS_OVERLAY:-}
+    # ${MAPS_OVERLAY:-}: e.g. configs/procedural.yaml when the CARLA data is not on the host.
+    # Iteration 6 is reported: the first ones pay for torch.compile and each new padded batch size.
+    run train_alberti_bf16 python3 benchmarks/train_throughput.py --device cuda --iterations 6 --steps 30 \
+        --precision bf16-mixed --compile --config configs/alberti.yaml ${MAPS_OVERLAY:-}
+    run train_vectorized_bf16 python3 benchmarks/train_throughput.py --device cuda --iterations 6 --steps 30 \
+        --precision bf16-mixed --compile --config configs/vectorized.yaml ${MAPS_OVERLAY:-}
 fi
