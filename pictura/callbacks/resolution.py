@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
+from pictura.envs.driving import stack_snapshots
+
 Schedule = Mapping[int, Sequence[int]] | Sequence[Sequence[int]]
 
 
@@ -100,7 +102,7 @@ class ResolutionCurriculum(Callback):
         td = getattr(pl_module, "_td", None)  # PPO's observation the next rollout starts from
         if td is None or ("observation", "pixels") not in td.keys(include_nested=True):
             return
-        history = {key: value.unsqueeze(0) for key, value in env.snapshot().items()}  # one step
+        history = stack_snapshots([env.snapshot()])  # one step
         n = env.num_slots
         steps = torch.zeros(n, dtype=torch.int64, device=env.device)
         slots = torch.arange(n, dtype=torch.int64, device=env.device)

@@ -45,7 +45,7 @@ def stack_snapshots(snapshots: Sequence[Mapping[str, torch.Tensor]]) -> dict[str
     """A history (leading step axis) from `DrivingEnv.snapshot` dicts, for `render_history`."""
     if len(snapshots) == 0:
         raise ValueError("stack_snapshots needs at least one snapshot")
-    return {name: torch.stack([s[name] for s in snapshots]) for name in SNAPSHOT_KEYS}
+    return {name: torch.stack([s[name] for s in snapshots]) for name in snapshots[0]}
 
 
 def warp_device(device: torch.device) -> str:

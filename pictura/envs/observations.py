@@ -55,6 +55,7 @@ from pictura.maps.roadmap import LIGHT_OFF, MAX_LANE_CHUNK_M, RoadMap
 from pictura.sim.features import EGO_AUX_WIDTH
 from pictura.sim.grid import GRID_MARGIN_M, Grid, bin_segments, clamped_cells
 from pictura.sim.slot_table import (
+    check_slot_table_shape,
     slot_table_width,
     table_row,
     table_slot_world,
@@ -698,9 +699,7 @@ class VectorizedObservation:
         self._scratch: tuple[wp.array, wp.array, wp.array] | None = None
         self._no_parked = wp.full((1, 1, BOX_WIDTH), -1.0, dtype=float, device=device)
         # A static layout's slot ranges never change: its one row serves every call that passes none.
-        self._layout_slot_table = None
-        if not layout.is_packed:
-            self._layout_slot_table = wp.array(layout.slot_table(), dtype=wp.int32, device=device)
+        self._layout_slot_table = None  # uploaded at first use (`_slot_table_history`)
 
     # ---- static packing ----------------------------------------------------------------------
     def map_segments(self, road_map: RoadMap) -> dict[str, np.ndarray]:
@@ -986,16 +985,8 @@ class VectorizedObservation:
         ``steps`` steps, or the layout's own row when None."""
         if slot_table is None:
             if self._layout_slot_table is None:
-                raise ValueError(
-                    "VectorizedObservation: a packed layout redraws its slot ranges at every block reset, "
-                    "so pass slot_table (the env passes State.slot_table); None reads the layout's own "
-                    "table, which only a static layout has"
-                )
+                table = self.layout.fixed_slot_table("VectorizedObservation")
+                self._layout_slot_table = wp.array(table, dtype=wp.int32, device=self.device)
             return self._layout_slot_table
-        width = slot_table_width(self.num_slots, self.layout.num_worlds)
-        if slot_table.ndim != 2 or slot_table.shape[0] not in (1, steps) or slot_table.shape[1] != width:
-            raise ValueError(
-                f"slot_table must be (T={steps}, S + 2W = {width}) or (1, {width}) to match agent_box, "
-                f"got {tuple(slot_table.shape)}"
-            )
+        check_slot_table_shape(slot_table.shape, steps, self.num_slots, self.layout.num_worlds)
         return wp.from_torch(slot_table.to(torch.int32).contiguous(), dtype=wp.int32)

@@ -46,11 +46,8 @@ def slot_ranges(layout: WorldLayout, slot_table: np.ndarray | None) -> tuple[np.
     """(slot_world, world_slot_start, world_slot_count) of one snapshot: its ``slot_table`` row
     (S + 2W,), or the layout's own arrays (fixed worlds only: a packed layout's change at every
     block reset)."""
-    if slot_table is None:
-        if layout.is_packed:
-            raise ValueError("a packed layout's slot ranges change at every block reset: pass the snapshot's slot_table")
-        return layout.slot_world, layout.world_slot_start, layout.world_slot_count
-    return split_slot_table(slot_table, layout.num_slots, layout.num_worlds)
+    row = layout.fixed_slot_table("world_rows")[0] if slot_table is None else slot_table
+    return split_slot_table(row, layout.num_slots, layout.num_worlds)
 
 
 def world_rows(layout: WorldLayout, world: int, slot_table: np.ndarray | None = None) -> np.ndarray:

@@ -18,7 +18,7 @@ from pictura.render import kernels
 from pictura.render.camera import CameraRig
 from pictura.render.palette import AGENT_FACE_COLOR, GROUND, LIGHT_COLOR, LINE_COLOR, SKY, WALL
 from pictura.render.scene import PackedScene, pack_scene
-from pictura.sim.slot_table import slot_table_width, split_slot_table
+from pictura.sim.slot_table import check_slot_table_shape, split_slot_table
 from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, BOX_WIDTH, WorldLayout
 
 SCRATCH_MEMORY_SHARE = 0.125
@@ -28,10 +28,6 @@ SCRATCH_MEMORY_MAX_BYTES = 8 << 30
 HOST_SCRATCH_MAX_BYTES = 1 << 30
 """Cap on an automatically sized chunk's scratch on the CPU."""
 MIN_CHUNK_REQUESTS = 256
-_PACKED_NEEDS_TABLE = (
-    "slot_table: a packed layout's slot ranges change at every block reset, so the caller must pass "
-    "the slot-table history (pictura.sim.slot_table)"
-)
 
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
@@ -132,7 +128,7 @@ class Renderer:
         lay = self.layout
         self._world_map = arr(np.asarray(lay.world_map, np.int32), wp.int32)
         # a static layout's one slot-table row serves every step (`render`'s default)
-        self._layout_table = None if lay.is_packed else arr(lay.slot_table(), wp.int32)
+        self._layout_table = None  # uploaded at first use (`_layout_table_unless`)
         self._world_light_start = arr(np.asarray(lay.world_light_start, np.int32), wp.int32)
         self._face_color = arr(AGENT_FACE_COLOR.reshape(-1, 3), wp.vec3)
         self._line_color = arr(LINE_COLOR, wp.vec3)
@@ -592,7 +588,7 @@ class Renderer:
         if slot_table is not None:
             return slot_table
         if self._layout_table is None:
-            raise ValueError(_PACKED_NEEDS_TABLE)
+            self._layout_table = self._table_to_device(self.layout.fixed_slot_table("Renderer"))
         return self._layout_table
 
     def _host_slot_table(self, slot_table: wp.array | np.ndarray | None, steps: int) -> np.ndarray:
@@ -600,15 +596,11 @@ class Renderer:
         every step), or the static layout's own row when None."""
         lay = self.layout
         if slot_table is None:
-            if lay.is_packed:
-                raise ValueError(_PACKED_NEEDS_TABLE)
-            return lay.slot_table()
+            return lay.fixed_slot_table("Renderer")
         table = slot_table.numpy() if isinstance(slot_table, wp.array) else np.asarray(slot_table)
-        width = slot_table_width(lay.num_slots, lay.num_worlds)
         if table.ndim == 1:
             table = table[None]
-        if table.ndim != 2 or table.shape[0] not in (1, steps) or table.shape[1] != width:
-            raise ValueError(f"slot_table must have shape ({width},) or (1 or {steps}, {width}), got {table.shape}")
+        check_slot_table_shape(table.shape, steps, lay.num_slots, lay.num_worlds)
         if not np.issubdtype(table.dtype, np.integer):
             raise ValueError(f"slot_table must hold integers (int32), got {table.dtype}")
         return table.astype(np.int32)
@@ -624,11 +616,9 @@ class Renderer:
             raise ValueError(f"light_state must be int32 ({T}, {Lc}), got {light_state.dtype} {_shape(light_state)}")
         if requests.ndim != 2 or requests.shape[1] != 2 or requests.dtype != wp.int32:
             raise ValueError(f"requests must be int32 (N, 2), got {requests.dtype} {_shape(requests)}")
-        width = slot_table_width(self.layout.num_slots, self.layout.num_worlds)
         if not isinstance(slot_table, wp.array):
             raise ValueError(f"slot_table must be a wp.array, got {type(slot_table).__name__}")
-        if slot_table.ndim != 2 or slot_table.shape[0] not in (1, T) or slot_table.shape[1] != width:
-            raise ValueError(f"slot_table must have shape (1 or {T}, {width}), got {_shape(slot_table)}")
+        check_slot_table_shape(slot_table.shape, T, self.layout.num_slots, self.layout.num_worlds)
         if slot_table.dtype != wp.int32:
             raise ValueError(f"slot_table must be int32, got {slot_table.dtype}")
         for name, a in (

@@ -38,6 +38,15 @@ def split_slot_table(table: np.ndarray, num_slots: int, num_worlds: int) -> tupl
     return table[..., :S], table[..., S : S + W], table[..., S + W :]
 
 
+def check_slot_table_shape(shape: tuple[int, ...], steps: int, num_slots: int, num_worlds: int) -> None:
+    """Raise ``ValueError`` naming ``slot_table`` unless ``shape`` is a history of ``steps``
+    steps or one row for all of them: (1 or steps, S + 2W)."""
+    width = slot_table_width(num_slots, num_worlds)
+    shape = tuple(int(n) for n in shape)
+    if len(shape) != 2 or shape[0] not in (1, steps) or shape[1] != width:
+        raise ValueError(f"slot_table must have shape (1 or {steps}, S + 2W = {width}), got {shape}")
+
+
 @wp.func
 def table_row(table: wp.array2d(dtype=wp.int32), step: int) -> int:
     """The row of ``table`` that holds step ``step``: one row serves every step."""

@@ -61,6 +61,16 @@ class WorldLayout:
         row = np.concatenate([self.slot_world, self.world_slot_start, self.world_slot_count]).astype(np.int32)
         return row[None]
 
+    def fixed_slot_table(self, consumer: str) -> np.ndarray:
+        """The ``(1, S + 2 W)`` slot-table row every step of a fixed-world layout shares; raises
+        ``ValueError`` for a packed layout, whose readers must be given each snapshot's table."""
+        if self.is_packed:
+            raise ValueError(
+                f"{consumer}: a packed layout redraws its slot ranges at every block reset: pass the "
+                "snapshot's slot_table (pictura.sim.slot_table; the env's State.slot_table)"
+            )
+        return self.slot_table()
+
     def require_static(self, consumer: str) -> None:
         """Raise ``ValueError`` for a packed layout: ``consumer`` reads the fixed slot arrays (a
         packed layout's change at every block reset; snapshot readers take the slot table)."""

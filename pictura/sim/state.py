@@ -223,7 +223,11 @@ class State(_Mirrored):
         }
         for name in ("agent_box", "obs_ego", "obs_ego_aux", "obs_goals", "obs_conditioning"):
             shapes["final_" + name] = shapes[name]
+        table_parts = ("slot_world", "world_slot_start", "world_slot_count")
+        views = {prefix + part for prefix in ("", "final_") for part in table_parts}
         for name, var in StateData.vars.items():
+            if name in views:
+                continue  # views into slot_table / final_slot_table, set below
             if name.startswith("world_"):
                 shape = (W,)
             elif name.startswith("junction_"):
@@ -240,9 +244,8 @@ class State(_Mirrored):
             # one contiguous table per snapshot, its three parts as views (kernels see the parts)
             table = wp.array(model.layout.slot_table()[0], dtype=wp.int32, device=d)
             setattr(self, prefix + "slot_table", table)
-            setattr(self, prefix + "slot_world", table[:S])
-            setattr(self, prefix + "world_slot_start", table[S : S + W])
-            setattr(self, prefix + "world_slot_count", table[S + W :])
+            for part, view in zip(table_parts, (table[:S], table[S : S + W], table[S + W :]), strict=True):
+                setattr(self, prefix + part, view)
         self.device = d
 
     def assign(self, other: State) -> None:

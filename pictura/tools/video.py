@@ -87,6 +87,7 @@ def record_frames(env, policy, agent: int, steps: int, scale: int, overview_size
     import warp as wp
 
     from pictura.callbacks.video import camera_names
+    from pictura.envs.driving import stack_snapshots
     from pictura.eval.overview import overview_for_slot
     from pictura.sim import EVENTS
 
@@ -111,7 +112,7 @@ def record_frames(env, policy, agent: int, steps: int, scale: int, overview_size
     for _ in range(steps):
         snap = env.snapshot()
         box, light = snap["agent_box"], snap["light_state"]
-        history = {key: value[None] for key, value in snap.items()}
+        history = stack_snapshots([snap])
         views = env.render_history(history, torch.tensor([0]), torch.tensor([agent]))[0].cpu().numpy()
         goals = wp.to_torch(env.state.goal)[agent].cpu().numpy()
         infractions = wp.to_torch(env.state.events).cpu().numpy()[:, infraction_cols].any(1)
