@@ -4,8 +4,9 @@
 # stay small enough to copy back from a lent GPU host).
 #   bash benchmarks/paper_runs.sh OUT_DIR part [minutes]
 # parts:
-#   curve_alberti | curve_vectorized | curve_blind   train for [minutes] (learning_curve.yaml:
-#                                       in-domain sweep at iteration 0 and every 3 iterations)
+#   curve_alberti | curve_vectorized | curve_blind   train for [minutes] (configs/learning_curve.yaml,
+#                                       learning_curve_vectorized.yaml: in-domain sweeps with sampled
+#                                       actions at iteration 0 and every few iterations, argmax at both ends)
 #   indomain          the paper-size in-domain protocol for the vectorized checkpoint, timed
 #   table1            the three checkpoints side by side on a reduced in-domain protocol
 #   probes            removal (>= 1,000 removals) and takeover (>= 100 cases) on the Alberti checkpoint
@@ -47,12 +48,13 @@ last_run() {  # name: the newest version folder of the run
     ls -d "$runs/$1"/version_* | tail -1
 }
 
-curve() {  # name config
-    local name="$1" config="$2"
-    fit_for "$name" "${PRECISION:-bf16-mixed}" -c "$config" -c configs/learning_curve.yaml ${MAPS_OVERLAY:-}
+curve() {  # name config overlay
+    local name="$1" config="$2" overlay="$3"
+    fit_for "$name" "${PRECISION:-bf16-mixed}" -c "$config" -c "$overlay" ${MAPS_OVERLAY:-}
     local dir
     dir="$(last_run "$name")"
     cp "$dir/eval/density_sweep.jsonl" "$out/${name}_sweeps.jsonl"
+    cp "$dir/eval/density_sweep_sample.jsonl" "$out/${name}_sweeps_sample.jsonl"
     strip_ckpt "$dir/checkpoints/last.ckpt" "$out/${name}.ckpt"
     cp "$dir"/events.out.tfevents.* "$out/${name}.tfevents"
     tail -3 "$out/$name.log"
@@ -67,9 +69,9 @@ case "$part" in
         python3 -m pictura curves --training "fp32=$out/precision_32.tfevents" \
             "bf16-mixed=$out/precision_bf16-mixed.tfevents" --out "$out/precision.png"
         ;;
-    curve_alberti) curve alberti configs/alberti.yaml ;;
-    curve_vectorized) curve vectorized configs/vectorized.yaml ;;
-    curve_blind) curve vectorized_blind configs/vectorized_blind.yaml ;;
+    curve_alberti) curve alberti configs/alberti.yaml configs/learning_curve.yaml ;;
+    curve_vectorized) curve vectorized configs/vectorized.yaml configs/learning_curve_vectorized.yaml ;;
+    curve_blind) curve vectorized_blind configs/vectorized_blind.yaml configs/learning_curve_vectorized.yaml ;;
     indomain)
         started=$SECONDS
         python3 -m pictura evaluate --protocol in-domain --device "${EVAL_DEVICE:-cuda}" --ckpt "vectorized=$out/vectorized.ckpt" \

@@ -8,6 +8,12 @@ TensorBoard logger, the image ``eval/density_sweep``; every sweep also appends o
 (iteration, agent-steps trained, summaries) to ``<log_dir>/eval/density_sweep.jsonl``, the input
 of ``python -m pictura curves`` (learning curves).
 
+``actions="sample"`` evaluates the stochastic policy PPO trains instead (actions drawn from its
+categorical, seeded): early in training the policy is close to uniform and its argmax is one
+constant action for every agent, so only the sampled policy shows what has been learned. Its
+outputs are named ``eval_sample/...``, ``density_sweep_sample.jsonl`` and
+``density_sweep_sample_iter_XXXX.png``, so both kinds of sweep can run in one fit.
+
 Evaluation envs come from the module's own env factory (same maps, rig and observation as
 training unless ``maps`` is given), one per density, built on first use and kept. Under DDP
 every rank plays ``scenarios / world_size`` scenarios (at least one) with its own seeds and the
@@ -27,11 +33,12 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 from pictura.eval.metrics import all_reduce_counters, summarize
-from pictura.eval.policies import argmax_policy
+from pictura.eval.policies import argmax_policy, sampled_policy
 from pictura.eval.protocols import IN_DOMAIN_DENSITIES, build_in_domain_env, run_density
 from pictura.eval.report import jsonable, plot_metrics
 
 LOGGED = ("at_fault_collision", "offroad", "red_light", "goals", "km_per_infraction", "collision", "episodes")
+ACTIONS = ("argmax", "sample")
 
 
 class DensitySweep(Callback):
@@ -47,6 +54,8 @@ class DensitySweep(Callback):
         seed: base seed of the evaluation scenarios (the same scenarios at every sweep).
         plot: write the PNG and log it as a TensorBoard image.
         at_start: also evaluate before the first iteration (iteration 0 of a learning curve).
+        actions: "argmax" (greedy, the paper's evaluation) or "sample" (the stochastic policy;
+            outputs named ``eval_sample``, ``density_sweep_sample``).
     """
 
     def __init__(
@@ -60,6 +69,7 @@ class DensitySweep(Callback):
         seed: int = 12_345,
         plot: bool = True,
         at_start: bool = False,
+        actions: str = "argmax",
     ):
         if every_n_iterations < 0:
             raise ValueError(f"every_n_iterations must be >= 0, got {every_n_iterations}")
@@ -74,11 +84,21 @@ class DensitySweep(Callback):
         self.every_n_iterations, self.densities = every_n_iterations, densities
         self.scenarios, self.steps, self.worlds_per_batch = scenarios, steps, worlds_per_batch
         self.maps, self.seed, self.plot = (list(maps) if maps else None), seed, plot
-        self.at_start = at_start
+        if actions not in ACTIONS:
+            raise ValueError(f"actions must be one of {ACTIONS}, got {actions!r}")
+        self.at_start, self.actions = at_start, actions
+        # names of the outputs: the argmax sweep keeps the historical ones
+        self.tag = "eval" if actions == "argmax" else f"eval_{actions}"
+        self.stem = "density_sweep" if actions == "argmax" else f"density_sweep_{actions}"
         self.envs: dict[int, object] = {}
         self.results: dict[int, dict[str, dict[str, float]]] = {}  # iteration -> density -> summary
         self.written: list[str] = []
         self._last_iteration = -1
+
+    @property
+    def state_key(self) -> str:
+        # an argmax and a sampled sweep may run side by side in one Trainer
+        return self._generate_state_key(actions=self.actions)
 
     def _env(self, pl_module: LightningModule, density: int, rank_scenarios: int, rank: int):
         if density not in self.envs:
@@ -115,7 +135,7 @@ class DensitySweep(Callback):
         policy = pl_module.policy
         was_training = policy.training
         policy.eval()
-        act = argmax_policy(policy)
+        act = argmax_policy(policy) if self.actions == "argmax" else sampled_policy(policy, self.seed + 7_919 * rank)
         summaries: dict[str, dict[str, float]] = {}
         try:
             for density in self.densities:
@@ -126,7 +146,7 @@ class DensitySweep(Callback):
             policy.train(was_training)
         self.results[iteration] = summaries
         metrics = {
-            f"eval/{d}/{name}": float(s[name])
+            f"{self.tag}/{d}/{name}": float(s[name])
             for d, s in summaries.items()
             for name in LOGGED
             if math.isfinite(s[name])  # km/infraction is inf without infractions: not plottable
@@ -149,11 +169,12 @@ class DensitySweep(Callback):
             "densities": self.densities,
             "scenarios": self.scenarios,
             "steps": self.steps,
+            "actions": self.actions,
             "results": summaries,
         }
         folder = os.path.join(log_dir, "eval")
         os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, "density_sweep.jsonl"), "a") as f:
+        with open(os.path.join(folder, f"{self.stem}.jsonl"), "a") as f:
             f.write(json.dumps(jsonable(record), allow_nan=False) + "\n")
 
     def _plot(self, trainer: Trainer, summaries, log_dir: str, iteration: int) -> None:
@@ -163,14 +184,14 @@ class DensitySweep(Callback):
 
         folder = os.path.join(log_dir, "eval")
         os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, f"density_sweep_iter_{iteration:04d}.png")
+        path = os.path.join(folder, f"{self.stem}_iter_{iteration:04d}.png")
         plt.close(plot_metrics({f"iter {iteration}": summaries}, path))
         self.written.append(path)
         experiment = getattr(trainer.logger, "experiment", None)
         if experiment is not None and hasattr(experiment, "add_image"):
             # the PNG just written, so the figure is drawn once
             image = np.asarray(Image.open(path).convert("RGB"))
-            experiment.add_image("eval/density_sweep", image, trainer.global_step, dataformats="HWC")
+            experiment.add_image(f"{self.tag}/density_sweep", image, trainer.global_step, dataformats="HWC")
 
     def on_train_start(self, trainer, pl_module) -> None:
         if self.at_start:

@@ -1,4 +1,5 @@
-"""Policies under evaluation: random, constant action, or a PPO checkpoint (argmax actions).
+"""Policies under evaluation: random, constant action, or a PPO checkpoint (argmax actions, or
+actions sampled from its categorical with a seeded generator).
 
 A checkpoint carries the config it was trained with (``hyper_parameters``: the env and policy
 as ``class_path`` + ``init_args``, as LightningCLI saves them, or factories when built in
@@ -55,6 +56,23 @@ def argmax_policy(network: nn.Module) -> Callable[[TensorDictBase], torch.Tensor
     def act(observation: TensorDictBase) -> torch.Tensor:
         logits, _ = network(observation)
         return logits.argmax(-1)
+
+    return act
+
+
+def sampled_policy(network: nn.Module, seed: int = 0) -> Callable[[TensorDictBase], torch.Tensor]:
+    """Actions drawn from an actor-critic's categorical ``softmax(logits)``: the stochastic policy
+    PPO trains. A seeded generator per device makes a sweep repeatable."""
+    generators: dict[torch.device, torch.Generator] = {}
+
+    @torch.no_grad()
+    def act(observation: TensorDictBase) -> torch.Tensor:
+        logits, _ = network(observation)
+        dev = logits.device
+        if dev not in generators:
+            generators[dev] = torch.Generator(device=dev).manual_seed(seed)
+        probs = torch.softmax(logits.float(), dim=-1)
+        return torch.multinomial(probs, 1, generator=generators[dev]).squeeze(-1)
 
     return act
 

@@ -96,7 +96,11 @@ def build_in_domain_env(
     base_sim: SimConfig | None = None,
 ):
     """An env of ``num_worlds`` worlds with exactly ``density`` agents each (as many as find a
-    spawn) under `eval_sim_config` (``base_sim`` with the evaluation changes)."""
+    spawn) under `eval_sim_config` (``base_sim`` with the evaluation changes).
+
+    Always fixed worlds (``block_slots=0``), whatever the training env packed: a scenario is
+    one world of ``density`` slots played from its start, and the training config's block size
+    need not divide the evaluation's slots."""
     if density < 1:
         raise ValueError(f"density (agents per world) must be >= 1, got {density}")
     if num_worlds < 1:
@@ -110,6 +114,7 @@ def build_in_domain_env(
         num_worlds=num_worlds,
         slots_per_world=density,
         agents_per_world=(density, density),
+        block_slots=0,
         sim=eval_sim_config(steps, base_sim),
     )
 

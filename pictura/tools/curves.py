@@ -5,7 +5,8 @@
     python -m pictura curves --training fp32=runs/fp32/version_0 bf16=runs/bf16/version_0 --out train.png
 
 Each run folder holds ``eval/density_sweep.jsonl`` (one line per `pictura.callbacks.DensitySweep`
-evaluation: iteration, agent-steps trained, a summary per density). The plot has one panel per
+evaluation: iteration, agent-steps trained, a summary per density); ``--actions sample`` reads
+the sweeps of the sampled policy, ``eval/density_sweep_sample.jsonl``, instead. The plot has one panel per
 metric (goals reached, at-fault collisions, off-road, red-light runs; per 100 km / per episode as
 in Table 1), the mean over densities against agent-steps trained, one line per run. A Markdown
 table of the first and last evaluation of every run is printed.
@@ -18,6 +19,7 @@ against ``train/agent_steps``, e.g. to compare two precisions side by side.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 from pathlib import Path
@@ -92,10 +94,12 @@ def _save(fig, axes, title: str, path: str | Path):
     return fig
 
 
-def read_sweeps(path: str | Path) -> list[dict]:
-    """The records of a run folder (or of a ``density_sweep.jsonl`` file), by iteration."""
+def read_sweeps(path: str | Path, actions: str = "argmax") -> list[dict]:
+    """The records of a run folder (its sweeps with ``actions``, see `DensitySweep`) or of a
+    ``density_sweep*.jsonl`` file, by iteration."""
     path = Path(path)
-    file = path if path.is_file() else path / "eval" / "density_sweep.jsonl"
+    stem = "density_sweep" if actions == "argmax" else f"density_sweep_{actions}"
+    file = path if path.is_file() else path / "eval" / f"{stem}.jsonl"
     if not file.exists():
         raise FileNotFoundError(f"{file}: no density-sweep records (train with pictura.callbacks.DensitySweep)")
     records = []
@@ -168,8 +172,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("runs", nargs="+", metavar="[NAME=]RUN", help="run folder (or its density_sweep.jsonl)")
     p.add_argument("--out", required=True, help="PNG to write")
     p.add_argument("--training", action="store_true", help="plot the training scalars of the runs' TensorBoard logs")
+    p.add_argument("--actions", choices=("argmax", "sample"), default="argmax",
+                   help="which sweeps of a run folder: argmax (default) or sampled actions")
     args = p.parse_args(argv)
-    read = read_training_scalars if args.training else read_sweeps
+    read = read_training_scalars if args.training else functools.partial(read_sweeps, actions=args.actions)
     runs: dict = {}
     for spec in args.runs:
         name, _, path = spec.rpartition("=")

@@ -80,15 +80,20 @@ def test_full_config_print_config_round_trips(config, tmp_path, capsys):
     assert capsys.readouterr().out == printed
 
 
-@pytest.mark.parametrize("overlay", ("learning_curve.yaml", "procedural.yaml"))
-def test_overlays_parse_on_the_agent_configs(overlay, capsys):
+@pytest.mark.parametrize(
+    ("config", "overlay"),
+    (("alberti.yaml", "learning_curve.yaml"), ("vectorized.yaml", "learning_curve_vectorized.yaml"),
+     ("alberti.yaml", "procedural.yaml")),
+)
+def test_overlays_parse_on_the_agent_configs(config, overlay, capsys):
     """The GPU overlays compose with the full config (nothing is instantiated)."""
     with pytest.raises(SystemExit) as exit_info:
-        run_lightning_cli(["fit", "-c", str(CONFIGS / "alberti.yaml"), "-c", str(CONFIGS / overlay), "--print_config"])
+        run_lightning_cli(["fit", "-c", str(CONFIGS / config), "-c", str(CONFIGS / overlay), "--print_config"])
     assert exit_info.value.code in (0, None)
     printed = capsys.readouterr().out
-    if overlay == "learning_curve.yaml":
+    if overlay.startswith("learning_curve"):
         assert "at_start: true" in printed and "max_time: 00:00:07:00" in printed
+        assert "actions: sample" in printed and "actions: argmax" in printed
     else:
         assert "procedural:seed=7" in printed and "carla:" not in printed
 
