@@ -35,10 +35,9 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from pictura.eval.metrics import all_reduce_counters, summarize
 from pictura.eval.policies import argmax_policy, sampled_policy
 from pictura.eval.protocols import IN_DOMAIN_DENSITIES, build_in_domain_env, run_density
-from pictura.eval.report import jsonable, plot_metrics
+from pictura.eval.report import jsonable, plot_metrics, sweep_names
 
 LOGGED = ("at_fault_collision", "offroad", "red_light", "goals", "km_per_infraction", "collision", "episodes")
-ACTIONS = ("argmax", "sample")
 
 
 class DensitySweep(Callback):
@@ -84,12 +83,8 @@ class DensitySweep(Callback):
         self.every_n_iterations, self.densities = every_n_iterations, densities
         self.scenarios, self.steps, self.worlds_per_batch = scenarios, steps, worlds_per_batch
         self.maps, self.seed, self.plot = (list(maps) if maps else None), seed, plot
-        if actions not in ACTIONS:
-            raise ValueError(f"actions must be one of {ACTIONS}, got {actions!r}")
+        self.tag, self.stem = sweep_names(actions)  # raises for an unknown ``actions``
         self.at_start, self.actions = at_start, actions
-        # names of the outputs: the argmax sweep keeps the historical ones
-        self.tag = "eval" if actions == "argmax" else f"eval_{actions}"
-        self.stem = "density_sweep" if actions == "argmax" else f"density_sweep_{actions}"
         self.envs: dict[int, object] = {}
         self.results: dict[int, dict[str, dict[str, float]]] = {}  # iteration -> density -> summary
         self.written: list[str] = []

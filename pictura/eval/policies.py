@@ -23,16 +23,26 @@ from torch import nn
 from pictura.sim import NUM_ACTIONS
 
 
+def _generator_per_device(seed: int) -> Callable[[torch.device], torch.Generator]:
+    """``get(device)``: one generator per device, seeded with ``seed`` on first use."""
+    generators: dict[torch.device, torch.Generator] = {}
+
+    def get(dev: torch.device) -> torch.Generator:
+        if dev not in generators:
+            generators[dev] = torch.Generator(device=dev).manual_seed(seed)
+        return generators[dev]
+
+    return get
+
+
 def random_policy(seed: int = 0) -> Callable[[TensorDictBase], torch.Tensor]:
     """Uniform random actions (seeded generator on the observation's device)."""
-    generators: dict[torch.device, torch.Generator] = {}
+    generator = _generator_per_device(seed)
 
     def act(observation: TensorDictBase) -> torch.Tensor:
         dev = observation.device or torch.device("cpu")
-        if dev not in generators:
-            generators[dev] = torch.Generator(device=dev).manual_seed(seed)
         n = observation.batch_size[0]
-        return torch.randint(0, NUM_ACTIONS, (n,), generator=generators[dev], device=dev)
+        return torch.randint(0, NUM_ACTIONS, (n,), generator=generator(dev), device=dev)
 
     return act
 
@@ -63,16 +73,13 @@ def argmax_policy(network: nn.Module) -> Callable[[TensorDictBase], torch.Tensor
 def sampled_policy(network: nn.Module, seed: int = 0) -> Callable[[TensorDictBase], torch.Tensor]:
     """Actions drawn from an actor-critic's categorical ``softmax(logits)``: the stochastic policy
     PPO trains. A seeded generator per device makes a sweep repeatable."""
-    generators: dict[torch.device, torch.Generator] = {}
+    generator = _generator_per_device(seed)
 
     @torch.no_grad()
     def act(observation: TensorDictBase) -> torch.Tensor:
         logits, _ = network(observation)
-        dev = logits.device
-        if dev not in generators:
-            generators[dev] = torch.Generator(device=dev).manual_seed(seed)
         probs = torch.softmax(logits.float(), dim=-1)
-        return torch.multinomial(probs, 1, generator=generators[dev]).squeeze(-1)
+        return torch.multinomial(probs, 1, generator=generator(logits.device)).squeeze(-1)
 
     return act
 

@@ -13,6 +13,19 @@ from pathlib import Path
 
 from pictura.eval.metrics import METRIC_LABELS, METRICS
 
+SWEEP_ACTIONS = ("argmax", "sample")
+"""How a `pictura.callbacks.DensitySweep` picks actions: greedy, or sampled from the policy."""
+
+
+def sweep_names(actions: str) -> tuple[str, str]:
+    """(TensorBoard tag prefix, file stem) of the sweeps with ``actions``: the argmax sweep keeps
+    the historical ``eval`` / ``density_sweep``, the others add their name."""
+    if actions not in SWEEP_ACTIONS:
+        raise ValueError(f"actions must be one of {SWEEP_ACTIONS}, got {actions!r}")
+    if actions == "argmax":
+        return "eval", "density_sweep"
+    return f"eval_{actions}", f"density_sweep_{actions}"
+
 Results = dict[str, dict[str, dict[str, float]]]
 
 PERCENT_METRICS = ("at_fault_collision", "offroad", "red_light")

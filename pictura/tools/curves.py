@@ -97,8 +97,10 @@ def _save(fig, axes, title: str, path: str | Path):
 def read_sweeps(path: str | Path, actions: str = "argmax") -> list[dict]:
     """The records of a run folder (its sweeps with ``actions``, see `DensitySweep`) or of a
     ``density_sweep*.jsonl`` file, by iteration."""
+    from pictura.eval.report import sweep_names
+
     path = Path(path)
-    stem = "density_sweep" if actions == "argmax" else f"density_sweep_{actions}"
+    stem = sweep_names(actions)[1]
     file = path if path.is_file() else path / "eval" / f"{stem}.jsonl"
     if not file.exists():
         raise FileNotFoundError(f"{file}: no density-sweep records (train with pictura.callbacks.DensitySweep)")
@@ -172,7 +174,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("runs", nargs="+", metavar="[NAME=]RUN", help="run folder (or its density_sweep.jsonl)")
     p.add_argument("--out", required=True, help="PNG to write")
     p.add_argument("--training", action="store_true", help="plot the training scalars of the runs' TensorBoard logs")
-    p.add_argument("--actions", choices=("argmax", "sample"), default="argmax",
+    from pictura.eval.report import SWEEP_ACTIONS
+
+    p.add_argument("--actions", choices=SWEEP_ACTIONS, default="argmax",
                    help="which sweeps of a run folder: argmax (default) or sampled actions")
     args = p.parse_args(argv)
     read = read_training_scalars if args.training else functools.partial(read_sweeps, actions=args.actions)
