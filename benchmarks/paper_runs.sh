@@ -12,7 +12,8 @@
 #   probes            removal (>= 1,000 removals) and takeover (>= 100 cases) on the Alberti checkpoint
 #   precision         Alberti for [minutes] in fp32, then in bf16-mixed (same seed, compiled, no
 #                     evaluation sweeps): training scalars side by side in precision.png
-# ${PRECISION:-bf16-mixed}, ${COMPILE:-true} and ${MAPS_OVERLAY:-} ("-c configs/procedural.yaml") apply to training.
+# ${PRECISION:-bf16-mixed}, ${COMPILE:-true}, ${MAPS_OVERLAY:-} ("-c configs/procedural.yaml") and
+# ${FIT_ARGS:-} (more overrides, e.g. "--model.init_args.minibatch_size=8192") apply to training.
 # ${EVAL_DEVICE:-cuda}, ${TABLE1_SCENARIOS:-32}, ${TABLE1_STEPS:-1000}, ${PROBE_MAP:-carla:Town10HD} for the rest.
 set -uo pipefail
 out="${1:?usage: paper_runs.sh OUT_DIR part [minutes]}"
@@ -40,7 +41,7 @@ fit_for() {  # name precision fit-args...: train for [minutes] into $runs/name, 
         --trainer.precision="$precision" --model.init_args.compile_policy="${COMPILE:-true}" \
         --trainer.max_time="00:00:$(printf %02d "$minutes"):00" --trainer.enable_progress_bar=false \
         --trainer.default_root_dir="$runs" --trainer.logger.init_args.save_dir="$runs" \
-        --trainer.logger.init_args.name="$name" > "$out/$name.log" 2>&1
+        --trainer.logger.init_args.name="$name" ${FIT_ARGS:-} > "$out/$name.log" 2>&1
     echo "== $name: exit $? after $((SECONDS - started)) s"
 }
 

@@ -490,6 +490,26 @@ class PPO(LightningModule):
             max_abs = trainer.strategy.reduce(max_abs.clone(), reduce_op=torch.distributed.ReduceOp.MAX)
         return advantage, returns, self.filter(advantage, valid, max_abs)
 
+    def minibatch_plan(self, kept_local: int) -> tuple[int, list[float]]:
+        """How the kept transitions split into minibatches, the same on every rank.
+
+        Returns the number of minibatches (from the rank with the most kept transitions, so
+        every rank steps the optimizer equally often) and each minibatch's size summed over
+        the ranks (the denominator of its mean loss). One host sync; two collectives with DDP.
+        """
+        count = torch.tensor(kept_local, device=self.device)
+        world_size = self.trainer.world_size if self._trainer is not None else 1
+        if world_size > 1:
+            count = self.trainer.strategy.reduce(count, reduce_op=torch.distributed.ReduceOp.MAX)
+        num_minibatches = max(1, math.ceil(int(count) / self.minibatch_local))
+        # the sizes torch.tensor_split gives: the first kept % n minibatches hold one more
+        base, extra = divmod(kept_local, num_minibatches)
+        sizes = torch.full((num_minibatches,), float(base), device=self.device)
+        sizes[:extra] += 1
+        if world_size > 1:
+            sizes = self.trainer.strategy.reduce(sizes, reduce_op="sum")
+        return num_minibatches, sizes.clamp(min=1.0).tolist()
+
     def minibatch_observation(self, buf: dict[str, torch.Tensor], steps: torch.Tensor, slots: torch.Tensor) -> TensorDict:
         """The observations of (step, slot) pairs, pixels re-rendered from the snapshot history."""
         obs = {key: buf[key][steps, slots] for key in self.vector_keys}
@@ -517,10 +537,7 @@ class PPO(LightningModule):
         advantage, returns, keep = self.advantages(buf)
         T, S = keep.shape
         kept = keep.reshape(-1).nonzero().squeeze(-1)  # one host sync per iteration
-        count = torch.tensor(kept.numel(), device=self.device)
-        if self.trainer.world_size > 1:
-            count = self.trainer.strategy.reduce(count, reduce_op=torch.distributed.ReduceOp.MAX)
-        num_minibatches = max(1, math.ceil(int(count) / self.minibatch_local))
+        num_minibatches, minibatch_total = self.minibatch_plan(kept.numel())
 
         # 4. update epochs over shuffled minibatches; each re-renders its pixels
         flat_adv, flat_ret = advantage.reshape(-1), returns.reshape(-1)
@@ -528,12 +545,13 @@ class PPO(LightningModule):
         sums: dict[str, torch.Tensor] = {}
         for _epoch in range(h.update_epochs):
             order = kept[torch.randperm(kept.numel(), device=kept.device)]
-            for mb in torch.tensor_split(order, num_minibatches):
-                if mb.numel() == 0:  # only when nothing survived on this rank (tiny runs)
-                    continue
-                mb_adv = normalize_advantage(flat_adv[mb])
+            for mb, total in zip(torch.tensor_split(order, num_minibatches), minibatch_total, strict=True):
+                mb_adv = normalize_advantage(flat_adv[mb]) if mb.numel() else flat_adv[mb]
                 optimizer.zero_grad(set_to_none=True)
-                for real_piece in torch.split(torch.arange(mb.numel(), device=mb.device), self.chunk_local):
+                pieces = torch.split(torch.arange(mb.numel(), device=mb.device), self.chunk_local)
+                if not pieces:  # nothing of this minibatch on this rank: its gradient share is zero
+                    self.manual_backward(sum(p.sum() for p in self.policy.parameters()) * 0.0)
+                for i, real_piece in enumerate(pieces):
                     piece, real = pad_to_bucket(real_piece, self.batch_bucket)
                     idx = mb[piece]
                     clock.start("update_render")
@@ -545,8 +563,13 @@ class PPO(LightningModule):
                         logits, value, flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx],
                         real, h.clip_coef, h.vf_coef, h.ent_coef,
                     )
-                    # pieces are weighted by size so the accumulated gradient is the minibatch mean
-                    self.manual_backward(losses["total"] * (real_piece.numel() / max(mb.numel(), 1)))
+                    # Pieces are weighted by their share of the global minibatch, so the accumulated
+                    # gradient, averaged over ranks by DDP, is the minibatch's mean over all ranks.
+                    share = real_piece.numel() * self.trainer.world_size / total
+                    # DDP all-reduces once per minibatch, on its last piece: every rank then runs
+                    # the same collectives in the same order, however its samples split.
+                    with optimizer.toggle_model(sync_grad=i == len(pieces) - 1):
+                        self.manual_backward(losses["total"] * share)
                     for k, v in losses.items():
                         sums[k] = sums.get(k, 0) + v.detach() * real_piece.numel()
                     clock.stop("update_optim")
