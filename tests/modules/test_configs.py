@@ -94,6 +94,7 @@ def test_overlays_parse_on_the_agent_configs(config, overlay, capsys):
     if overlay.startswith("learning_curve"):
         assert "at_start: true" in printed and "max_time: 00:00:07:00" in printed
         assert "actions: sample" in printed and "actions: argmax" in printed
+        assert "minibatch_size: 8192" in printed
     else:
         assert "procedural:seed=7" in printed and "carla:" not in printed
 
