@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 import torch
 import torch.nn.functional as F
 from lightning.pytorch import LightningModule
-from lightning.pytorch.utilities import rank_zero_info
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from tensordict import TensorDict
 from torch import nn
 from torch.utils.data import DataLoader, IterableDataset
@@ -37,6 +37,9 @@ from torchrl.data import Composite
 from torchrl.envs import EnvBase
 
 from pictura.modules.gae import AdvantageFilter, generalized_advantage
+
+RESUME_KEY = "pictura_resume"
+"""Checkpoint entry with every rank's env state (`DrivingEnv.save_state`) and RNG states."""
 
 SHAPE_BUCKET_ROWS = 1024
 """Policy batches of variable size are padded to a multiple of this many rows on the GPU."""
@@ -155,6 +158,18 @@ class _Iterations(IterableDataset):
         return self.count
 
 
+class _IterationLoader(DataLoader):
+    """The loader of `_Iterations`, resumable as far as Lightning can tell: its items are only
+    indices that `training_step` ignores (the iteration counter is a module buffer, saved with
+    the weights), so there is nothing to restore, and a mid-epoch resume need not warn."""
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        pass
+
+
 class PhaseClock:
     """Wall time per phase of an iteration; on CUDA with events, so the loop never syncs.
 
@@ -261,6 +276,8 @@ class PPO(LightningModule):
         self.rollout: dict[str, torch.Tensor] | None = None  # the last rollout, read by callbacks
         self._td: TensorDict | None = None
         self.rollout_stats: dict[str, dict[str, torch.Tensor]] = {}
+        self._resume: dict | None = None  # the checkpoint's env and RNG states (on_load_checkpoint)
+        self._pending_rng: dict | None = None
         # per-rank sizes; `setup` divides them by the number of ranks
         self.minibatch_local = minibatch_size
         self.chunk_local = min(chunk_size or minibatch_size, minibatch_size)
@@ -333,10 +350,29 @@ class PPO(LightningModule):
                 + "; ".join(problems)
                 + (" ..." if len(wrong) + len(missing) + len(unexpected) > len(problems) else "")
             )
+        self._resume = checkpoint.get(RESUME_KEY)  # used by on_train_start
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Add every rank's env state and random-number state, so that a resumed run plays on
+        exactly where this one stopped (`on_train_start`). Lightning calls this on every rank;
+        rank 0 writes the file."""
+        if self._td is None or not hasattr(self.env, "save_state"):
+            return  # not training (yet), or an env that cannot rewind
+        local = {
+            "env": {k: v.cpu() for k, v in self.env.save_state().items()},
+            "rng": {"cpu": torch.get_rng_state()},
+        }
+        if self.device.type == "cuda":
+            local["rng"]["cuda"] = torch.cuda.get_rng_state(self.device)
+        ranks = [local]
+        if self.trainer.world_size > 1:
+            ranks = [None] * self.trainer.world_size
+            torch.distributed.all_gather_object(ranks, local)
+        checkpoint[RESUME_KEY] = {"ranks": ranks}
 
     def train_dataloader(self) -> DataLoader:
         count = self.hparams.max_iterations
-        return DataLoader(_Iterations(count), batch_size=None, num_workers=0)
+        return _IterationLoader(_Iterations(count), batch_size=None, num_workers=0)
 
     def total_iterations(self) -> int:
         if self.hparams.max_iterations is not None:
@@ -360,11 +396,42 @@ class PPO(LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def on_train_start(self) -> None:
-        # After a checkpoint restore: a fresh seed per iteration so a resumed run does not
-        # replay the episodes it already trained on.
+        saved = self._resume_state()
+        self._resume = None
+        if saved is not None:
+            # resumed: every world exactly where the checkpoint left it, and the random numbers
+            # too (restored at the first training_step, after Lightning's own draws)
+            device = self.env.device
+            restored = self.env.restore_state({k: v.to(device) for k, v in saved["env"].items()})
+            self._td = restored.select("observation", "valid", "world_id")
+            self._pending_rng = saved["rng"]
+            return
+        # A fresh start, or a checkpoint without env state: a fresh seed per iteration so a
+        # resumed run does not replay the episodes it already trained on.
         seed = self.hparams.seed + 1_000_003 * self.trainer.global_rank + int(self.iteration)
         self.env.set_seed(seed)
         self._td = self.env.reset()
+
+    def _resume_state(self) -> dict | None:
+        """This rank's saved env and RNG state from the checkpoint being resumed, if usable."""
+        if self._resume is None or not hasattr(self.env, "restore_state"):
+            return None
+        ranks = self._resume["ranks"]
+        if len(ranks) != self.trainer.world_size:
+            rank_zero_warn(
+                f"the checkpoint holds the env state of {len(ranks)} rank(s), this run has "
+                f"{self.trainer.world_size}: the envs start fresh episodes instead"
+            )
+            return None
+        return ranks[self.trainer.global_rank]
+
+    def _restore_rng(self) -> None:
+        if self._pending_rng is None:
+            return
+        torch.set_rng_state(self._pending_rng["cpu"])
+        if self.device.type == "cuda" and "cuda" in self._pending_rng:
+            torch.cuda.set_rng_state(self._pending_rng["cuda"], self.device)
+        self._pending_rng = None
 
     @property
     def policy_forward(self) -> nn.Module:
@@ -525,6 +592,8 @@ class PPO(LightningModule):
         scheduler = self.lr_schedulers()
         clock = PhaseClock(self.device)
         wall = time.perf_counter()
+
+        self._restore_rng()  # only on the first iteration after a resume
 
         # 1. rollout (no gradients, no host sync)
         self.rollout = None  # free the previous rollout before allocating the next

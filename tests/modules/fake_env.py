@@ -219,9 +219,28 @@ class FakeDrivingEnv(EnvBase):
             device=self.device,
         )
 
+    # ---- rewinding (as `DrivingEnv.save_state` / `restore_state`) -------------------------------
+    _STATE = ("_box", "_light", "_clock", "_active", "_conditioning")
+
+    def save_state(self) -> dict[str, torch.Tensor]:
+        saved = {name: getattr(self, name).clone() for name in self._STATE}
+        saved.update({f"final.{k}": v.clone() for k, v in self._final.items()})
+        saved["generator"] = self._gen.get_state()
+        return saved
+
+    def restore_state(self, saved: dict[str, torch.Tensor]) -> TensorDictBase:
+        for name in self._STATE:
+            setattr(self, name, saved[name].clone())
+        self._final = {k.removeprefix("final."): v.clone() for k, v in saved.items() if k.startswith("final.")}
+        self._gen.set_state(saved["generator"].cpu())
+        return self._reset_output()
+
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
         self._reset_worlds(torch.ones(self.num_worlds, dtype=torch.bool, device=self.device))
         self._final = self._record()
+        return self._reset_output()
+
+    def _reset_output(self) -> TensorDictBase:
         out = self._observation()
         S = self.num_slots
         zeros = torch.zeros((S, 1), dtype=torch.bool, device=self.device)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from pictura.modules.ppo import RESUME_KEY
 from tests.modules.test_cli import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +43,14 @@ def ddp_run(tmp_path_factory):
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return probe
+
+
+def test_checkpoint_holds_every_ranks_env_state(ddp_run):
+    """Rank 0 writes the checkpoint; both ranks' worlds are in it, so a resume continues both."""
+    ckpt = torch.load(ddp_run.parent / "tiny" / "v0" / "checkpoints" / "last.ckpt", weights_only=False)
+    ranks = ckpt[RESUME_KEY]["ranks"]
+    assert len(ranks) == 2
+    assert not torch.equal(ranks[0]["env"]["_box"], ranks[1]["env"]["_box"])  # different seeds
 
 
 def test_each_rank_builds_half_the_worlds_and_steps_equally(ddp_run):
