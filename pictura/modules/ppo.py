@@ -36,6 +36,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from torchrl.data import Composite
 from torchrl.envs import EnvBase
 
+from pictura.callbacks.density_sweep import LOGGED, DensitySweep
 from pictura.modules.gae import AdvantageFilter, generalized_advantage
 
 RESUME_KEY = "pictura_resume"
@@ -373,6 +374,34 @@ class PPO(LightningModule):
     def train_dataloader(self) -> DataLoader:
         count = self.hparams.max_iterations
         return _IterationLoader(_Iterations(count), batch_size=None, num_workers=0)
+
+    # ---- validate / test: the in-domain evaluation of the current (or loaded) policy ----------
+    def val_dataloader(self) -> DataLoader:
+        # No validation loop inside fit (evaluation there is the DensitySweep callbacks' job):
+        # an empty loader makes Lightning skip both the sanity check and the epoch-end pass.
+        fitting = self._trainer is not None and self.trainer.state.fn == "fit"
+        return _IterationLoader(_Iterations(0 if fitting else 1), batch_size=None, num_workers=0)
+
+    def test_dataloader(self) -> DataLoader:
+        return self.val_dataloader()
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        self.evaluate_in_domain("val")
+
+    def test_step(self, batch, batch_idx: int) -> None:
+        self.evaluate_in_domain("test")
+
+    def evaluate_in_domain(self, stage: str) -> None:
+        """``validate`` / ``test``: run the config's `DensitySweep` evaluations once (a default
+        one when the config has none) and log ``<stage>/<eval tag>/<density>/<metric>``, which
+        Lightning prints and returns. The sweeps also write their usual plot and JSON record."""
+        sweeps = [cb for cb in self.trainer.callbacks if isinstance(cb, DensitySweep)] or [DensitySweep()]
+        for sweep in sweeps:
+            summaries = sweep.evaluate(self.trainer, self) or {}
+            for density, summary in summaries.items():
+                for name in LOGGED:
+                    if math.isfinite(summary[name]):
+                        self.log(f"{stage}/{sweep.tag}/{density}/{name}", float(summary[name]), batch_size=1)
 
     def total_iterations(self) -> int:
         if self.hparams.max_iterations is not None:

@@ -11,7 +11,7 @@ from lightning.pytorch.callbacks import Callback
 from pictura.modules.cli import run_lightning_cli
 from pictura.modules.ppo import RESUME_KEY
 
-TINY = """
+HEAD = """
 seed_everything: 0
 trainer:
   accelerator: cpu
@@ -26,6 +26,25 @@ trainer:
   callbacks:
     - class_path: lightning.pytorch.callbacks.ModelCheckpoint
       init_args: {{save_last: true}}
+"""
+"""The tiny runs' seed and trainer, up to their callbacks (``.format(root=...)``)."""
+
+POLICY = """
+    policy:
+      class_path: pictura.modules.AlbertiPolicy
+      init_args:
+        group_width: 8
+        trunk_width: 32
+        trunk_layers: 2
+        conv_channels: [8, 8, 8, 16, 16]
+        queries_per_camera: 2
+        attention_heads: 2
+        camera_width: 8
+    seed: ${{...seed_everything}}
+"""
+"""The tiny runs' policy (under ``model.init_args``), for 32x18 views."""
+
+TINY = HEAD + """\
     - class_path: pictura.callbacks.CameraVideo
       init_args:
         every_n_iterations: 0
@@ -43,18 +62,7 @@ model:
         episode_length: 6
         rig:
           class_path: tests.modules.fake_env.FakeRig
-          init_args: {{width: 32, height: 18}}
-    policy:
-      class_path: pictura.modules.AlbertiPolicy
-      init_args:
-        group_width: 8
-        trunk_width: 32
-        trunk_layers: 2
-        conv_channels: [8, 8, 8, 16, 16]
-        queries_per_camera: 2
-        attention_heads: 2
-        camera_width: 8
-    seed: ${{...seed_everything}}
+          init_args: {{width: 32, height: 18}}""" + POLICY + """\
     rollout_steps: 6
     minibatch_size: 24
     chunk_size: 16

@@ -1,0 +1,61 @@
+"""``python -m pictura validate|test --ckpt_path ...``: the in-domain evaluation of a checkpoint,
+on the real simulator (a tiny procedural town, CPU)."""
+
+import json
+
+import pytest
+
+from pictura.modules.cli import run_lightning_cli
+from tests.modules.test_cli import HEAD, POLICY
+
+CONFIG = HEAD.replace("version: v0", "version: fit") + """\
+    - class_path: pictura.callbacks.DensitySweep
+      init_args: {{every_n_iterations: 0, densities: [4, 6], scenarios: 2, steps: 6, seed: 3}}
+model:
+  class_path: pictura.modules.PPO
+  init_args:
+    env:
+      class_path: pictura.envs.DrivingEnv
+      init_args:
+        maps: [procedural:seed=0]
+        num_worlds: 2
+        slots_per_world: 6
+        agents_per_world: [3, 6]
+        rig:
+          class_path: pictura.render.CameraRig
+          init_args: {{width: 32, height: 18}}""" + POLICY + """\
+    rollout_steps: 4
+    minibatch_size: 48
+    max_iterations: 2
+"""
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("validate")
+    config = root / "tiny.yaml"
+    config.write_text(CONFIG.format(root=root))
+    run_lightning_cli(["fit", "-c", str(config)])
+    records = (root / "tiny" / "fit" / "eval" / "density_sweep.jsonl").read_text().splitlines()
+    assert len(records) == 1  # fit runs no validation loop of its own (no sanity-check sweep)
+    return root, config, json.loads(records[0])  # the sweep at the end of fit, of the final weights
+
+
+@pytest.mark.parametrize("stage", ["validate", "test"])
+def test_validate_and_test_evaluate_the_checkpoint(trained, stage):
+    """The checkpoint's evaluation equals the one fit ran on the same weights at its end."""
+    root, config, at_end_of_fit = trained
+    ckpt = root / "tiny" / "fit" / "checkpoints" / "last.ckpt"
+    cli = run_lightning_cli(
+        [stage, "-c", str(config), f"--ckpt_path={ckpt}", f"--trainer.logger.init_args.version={stage}"]
+    )
+    prefix = {"validate": "val", "test": "test"}[stage]
+    logged = {k: float(v) for k, v in cli.trainer.callback_metrics.items()}
+    assert at_end_of_fit["iteration"] == 2
+    for density in ("4", "6"):
+        for name in ("goals", "offroad", "at_fault_collision", "episodes"):
+            assert logged[f"{prefix}/eval/{density}/{name}"] == pytest.approx(
+                at_end_of_fit["results"][density][name], abs=1e-6
+            ), (density, name)
+    record = json.loads((root / "tiny" / stage / "eval" / "density_sweep.jsonl").read_text())
+    assert record["iteration"] == 2  # the checkpoint's iteration counter
