@@ -21,6 +21,12 @@ def _probe_dir() -> Path:
 
 
 class RecordingPPO(PPO):
+    def on_train_start(self) -> None:
+        super().on_train_start()
+        # what this rank's worlds look like when training starts (fresh, or restored on resume)
+        start = {"agent_box_sum": float(self.env.save_state()["_box"].double().sum())}
+        (_probe_dir() / f"start_rank{self.trainer.global_rank}.json").write_text(json.dumps(start))
+
     def mean_over_ranks(self, metrics, seconds):
         local = {k: float(v) for k, v in metrics.items()}
         reduced, reduced_seconds = super().mean_over_ranks(metrics, seconds)
@@ -35,5 +41,6 @@ class SaveRankWeights(Callback):
         rank = trainer.global_rank
         weights = {k: v.detach().cpu().clone() for k, v in pl_module.policy.state_dict().items()}
         torch.save(weights, _probe_dir() / f"weights_rank{rank}.pt")
-        info = {"num_slots": pl_module.env.num_slots, "global_step": trainer.global_step}
+        info = {"num_slots": pl_module.env.num_slots, "global_step": trainer.global_step,
+                "iteration": int(pl_module.iteration)}
         (_probe_dir() / f"rank{rank}.json").write_text(json.dumps(info))

@@ -4,7 +4,8 @@
 each rank builds half the worlds with its own seed, so the ranks keep different numbers of
 transitions and split their minibatches into different numbers of pieces. The ranks must still
 agree on every collective (a mismatch deadlocks or mixes up gradients), end with identical
-weights, and log the mean of their metrics.
+weights, and log the mean of their metrics. A second run resumes from the checkpoint: each rank
+gets its own worlds back.
 """
 
 import json
@@ -23,26 +24,37 @@ ROOT = Path(__file__).resolve().parents[2]
 ITERATIONS = 2
 
 
-@pytest.fixture(scope="module")
-def ddp_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ddp")
-    probe = root / "probe"
+def _fit_ddp(root: Path, probe: Path, *extra: str) -> None:
     probe.mkdir()
-    config = root / "tiny.yaml"
-    config.write_text(TINY.format(root=root))
     env = dict(os.environ, PICTURA_DDP_PROBE=str(probe), PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     command = [
-        sys.executable, "-m", "pictura", "fit", "-c", str(config),
+        sys.executable, "-m", "pictura", "fit", "-c", str(root / "tiny.yaml"),
         "--trainer.devices=2", "--trainer.strategy=ddp",
         "--model.class_path=tests.modules.ddp_probe.RecordingPPO",
         "--model.init_args.env.init_args.num_worlds=4",
         "--model.init_args.chunk_size=4",  # several pieces per minibatch, a different count per rank
-        f"--model.init_args.max_iterations={ITERATIONS}",
         "--trainer.callbacks+=tests.modules.ddp_probe.SaveRankWeights",
+        *extra,
     ]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return probe
+
+
+@pytest.fixture(scope="module")
+def ddp_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ddp")
+    (root / "tiny.yaml").write_text(TINY.format(root=root))
+    _fit_ddp(root, root / "probe", f"--model.init_args.max_iterations={ITERATIONS}")
+    return root / "probe"
+
+
+@pytest.fixture(scope="module")
+def ddp_resumed(ddp_run):
+    root = ddp_run.parent
+    ckpt = root / "tiny" / "v0" / "checkpoints" / "last.ckpt"
+    _fit_ddp(root, root / "probe_resumed", f"--model.init_args.max_iterations={ITERATIONS + 1}",
+             "--trainer.logger.init_args.version=resumed", f"--ckpt_path={ckpt}")
+    return root / "probe_resumed", torch.load(ckpt, weights_only=False)
 
 
 def test_checkpoint_holds_every_ranks_env_state(ddp_run):
@@ -75,3 +87,14 @@ def test_logged_metrics_are_the_mean_over_ranks(ddp_run):
         assert zero["local"]["train/reward/total"] != one["local"]["train/reward/total"]
         for key, value in zero["local"].items():
             assert zero["mean"][key] == pytest.approx((value + one["local"][key]) / 2, rel=1e-5, abs=1e-6), key
+
+
+def test_resume_restores_each_ranks_own_worlds(ddp_resumed):
+    probe, ckpt = ddp_resumed
+    for rank in (0, 1):
+        saved_box = ckpt[RESUME_KEY]["ranks"][rank]["env"]["_box"].double().sum()
+        start = json.loads((probe / f"start_rank{rank}.json").read_text())
+        assert start["agent_box_sum"] == pytest.approx(float(saved_box), rel=1e-12), rank
+        assert json.loads((probe / f"rank{rank}.json").read_text())["iteration"] == ITERATIONS + 1
+    first, second = (torch.load(probe / f"weights_rank{r}.pt") for r in (0, 1))
+    assert all(torch.equal(first[name], second[name]) for name in first)
