@@ -604,7 +604,7 @@ class PPO(LightningModule):
         sizes[:extra] += 1
         if world_size > 1:
             sizes = self.trainer.strategy.reduce(sizes, reduce_op="sum")
-        return num_minibatches, sizes.clamp(min=1.0).tolist()
+        return num_minibatches, sizes.tolist()
 
     def minibatch_observation(self, buf: dict[str, torch.Tensor], steps: torch.Tensor, slots: torch.Tensor) -> TensorDict:
         """The observations of (step, slot) pairs, pixels re-rendered from the snapshot history."""
@@ -644,9 +644,12 @@ class PPO(LightningModule):
         for _epoch in range(h.update_epochs):
             order = kept[torch.randperm(kept.numel(), device=kept.device)]
             for mb, total in zip(torch.tensor_split(order, num_minibatches), minibatch_total, strict=True):
+                if total == 0:  # empty on every rank (tiny runs): no step anywhere
+                    continue
                 mb_adv = normalize_advantage(flat_adv[mb]) if mb.numel() else flat_adv[mb]
                 optimizer.zero_grad(set_to_none=True)
-                pieces = torch.split(torch.arange(mb.numel(), device=mb.device), self.chunk_local)
+                # (torch.split of nothing is one empty piece, not none)
+                pieces = torch.split(torch.arange(mb.numel(), device=mb.device), self.chunk_local) if mb.numel() else ()
                 if not pieces:  # nothing of this minibatch on this rank: its gradient share is zero
                     self.manual_backward(sum(p.sum() for p in self.policy.parameters()) * 0.0)
                 for i, real_piece in enumerate(pieces):

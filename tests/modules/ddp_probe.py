@@ -27,6 +27,12 @@ class RecordingPPO(PPO):
         start = {"agent_box_sum": float(self.env.save_state()["_box"].double().sum())}
         (_probe_dir() / f"start_rank{self.trainer.global_rank}.json").write_text(json.dumps(start))
 
+    def minibatch_plan(self, kept_local):
+        num_minibatches, totals = super().minibatch_plan(kept_local)
+        name = f"plan_rank{self.trainer.global_rank}_iter{int(self.iteration) + 1}.json"
+        (_probe_dir() / name).write_text(json.dumps({"kept": kept_local, "minibatches": num_minibatches}))
+        return num_minibatches, totals
+
     def mean_over_ranks(self, metrics, seconds):
         local = {k: float(v) for k, v in metrics.items()}
         reduced, reduced_seconds = super().mean_over_ranks(metrics, seconds)

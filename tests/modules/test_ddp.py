@@ -4,8 +4,8 @@
 each rank builds half the worlds with its own seed, so the ranks keep different numbers of
 transitions and split their minibatches into different numbers of pieces. The ranks must still
 agree on every collective (a mismatch deadlocks or mixes up gradients), end with identical
-weights, and log the mean of their metrics. A second run resumes from the checkpoint: each rank
-gets its own worlds back.
+weights, and log the mean of their metrics. A second run resumes from the checkpoint (each rank
+gets its own worlds back) with one sample per rank per minibatch, so one rank has empty shares.
 """
 
 import json
@@ -52,7 +52,9 @@ def ddp_run(tmp_path_factory):
 def ddp_resumed(ddp_run):
     root = ddp_run.parent
     ckpt = root / "tiny" / "v0" / "checkpoints" / "last.ckpt"
+    # one sample per rank per minibatch: the rank that kept fewer transitions has empty shares
     _fit_ddp(root, root / "probe_resumed", f"--model.init_args.max_iterations={ITERATIONS + 1}",
+             "--model.init_args.minibatch_size=2", "--model.init_args.chunk_size=1",
              "--trainer.logger.init_args.version=resumed", f"--ckpt_path={ckpt}")
     return root / "probe_resumed", torch.load(ckpt, weights_only=False)
 
@@ -98,3 +100,12 @@ def test_resume_restores_each_ranks_own_worlds(ddp_resumed):
         assert json.loads((probe / f"rank{rank}.json").read_text())["iteration"] == ITERATIONS + 1
     first, second = (torch.load(probe / f"weights_rank{r}.pt") for r in (0, 1))
     assert all(torch.equal(first[name], second[name]) for name in first)
+
+
+def test_a_rank_with_empty_minibatch_shares_keeps_in_step(ddp_resumed):
+    """Minibatches of one sample per rank: the rank that kept fewer transitions has nothing in
+    some minibatches, backs a zero gradient there, and still ends with the other rank's weights."""
+    probe, _ = ddp_resumed
+    plans = [json.loads((probe / f"plan_rank{r}_iter{ITERATIONS + 1}.json").read_text()) for r in (0, 1)]
+    assert plans[0]["minibatches"] == plans[1]["minibatches"] == max(p["kept"] for p in plans)
+    assert min(p["kept"] for p in plans) < plans[0]["minibatches"]  # empty shares on one rank
