@@ -169,9 +169,10 @@ def view_stats(
     C = renderer.num_cameras
     cand, listed = [], []
     chunk = renderer.chunk_requests(req.shape[0])
+    slot_table = renderer._layout_table_unless(None)
     for start in range(0, req.shape[0], chunk):
         views = min(chunk, req.shape[0] - start) * C
-        renderer._cull(agent_box, light_state, req, start, views, solo_slot=-1)
+        renderer._cull(agent_box, light_state, req, slot_table, start, views, solo_slot=-1)
         # Copies: on the CPU `numpy()` shares the scratch the next chunk overwrites.
         cand.append(renderer._cand_count.numpy()[:views].copy())
         listed.append(renderer._list_count.numpy()[:views].copy())

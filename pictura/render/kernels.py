@@ -42,6 +42,7 @@ No atomics and a fixed evaluation order: every image is a pure function of the s
 from __future__ import annotations
 
 import math
+import os
 
 import warp as wp
 
@@ -1547,9 +1548,16 @@ def ray_background(d: wp.vec3, o: wp.vec3, ground_z: float) -> int:
     return 0
 
 
-# 80 registers (ptxas: 87 uncapped, 8 bytes spilled at 80) fit 3 blocks of 256 threads per SM
-# instead of 2: the walk is load-latency bound, so resident warps are what hides it.
-@wp.kernel(cuda_max_registers=80)
+RASTER_MAX_REGISTERS = int(os.environ.get("PICTURA_RASTER_MAX_REGISTERS", "56"))
+"""Register cap of `raster_views` (``PICTURA_RASTER_MAX_REGISTERS`` overrides it, for tuning).
+The walk is load-latency bound, so resident warps are what hides it: 56 registers fit 4 blocks
+of 256 threads per SM (87 uncapped fit 2, 80 fit 3). Raster ms per 20,400-ego call on an H200
+(2026-12-01, docs/benchmarks.md), 96x54 / 192x108 / 384x216: cap 80: 28.8 / 80.1 / 257;
+64: 25.0 / 73.1 / 259; 56: 23.8 / 70.0 / 250; 48: 23.7 / 72.7 / 269; 40: 26.3 / 91.9 / 343
+(the spills start to cost)."""
+
+
+@wp.kernel(cuda_max_registers=RASTER_MAX_REGISTERS)
 def raster_views(
     # per-view data from view_setup / gather_* / rank_candidates / entry_setup / bin_tiles
     view_origin: wp.array(dtype=wp.vec3),
