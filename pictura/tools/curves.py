@@ -24,8 +24,10 @@ import json
 import math
 from pathlib import Path
 
-CURVE_METRICS = ("goals", "at_fault_collision", "offroad", "red_light")
-"""Panels, in order: what a rising curve means is more goals and fewer infractions."""
+CURVE_METRICS = ("goals", "at_fault_collision", "offroad", "red_light", "km_per_infraction")
+"""Panels, in order: what a rising curve means is more goals, fewer infractions and more
+distance per infraction (the paper's five Table-1 metrics; early policies that start moving
+drive further per episode, so the per-episode rates and km / infraction can disagree)."""
 
 
 TRAINING_SCALARS = (
@@ -163,7 +165,8 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
             cells = []
             for m in CURVE_METRICS:
                 v = density_mean(r, m) * (100.0 if m in PERCENT_METRICS else 1.0)
-                cells.append(f"{v:.2f}" + (" %" if m in PERCENT_METRICS else ""))
+                digits = 3 if m == "km_per_infraction" else 2  # minutes-old policies: ~0.02 km
+                cells.append(f"{v:.{digits}f}" + (" %" if m in PERCENT_METRICS else ""))
             steps = "-" if r.get("agent_steps") is None else _count(r["agent_steps"])
             lines.append(f"| {name} | {r['iteration']} | {steps} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

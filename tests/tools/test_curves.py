@@ -15,7 +15,8 @@ def _record(iteration, agent_steps, goals_by_density, collision=0.1):
         "iteration": iteration,
         "agent_steps": agent_steps,
         "results": {
-            d: {"goals": g, "at_fault_collision": collision, "offroad": 0.2, "red_light": 0.0, "km_per_infraction": "inf"}
+            d: {"goals": g, "at_fault_collision": collision, "offroad": 0.2, "red_light": 0.0,
+                "km_per_infraction": "inf" if d == "60" else 0.25}
             for d, g in goals_by_density.items()
         },
     }
@@ -34,9 +35,10 @@ def test_curves_plot_and_table_from_run_folders(tmp_path, capsys):
     curves.main([f"alberti={run}", "--out", str(out)])
     assert out.stat().st_size > 0
     text = capsys.readouterr().out
-    # means over densities, by hand: (1 + 0) / 2 and (4 + 2) / 2; collisions as percent
-    assert "| alberti | 0 | 0.0 K | 0.50 | 50.00 % | 20.00 % | 0.00 % |" in text
-    assert "| alberti | 3 | 3.0 M | 3.00 | 10.00 % | 20.00 % | 0.00 % |" in text
+    # means over densities, by hand: (1 + 0) / 2 and (4 + 2) / 2; collisions as percent;
+    # km / infraction is infinite at density 60 (no infraction): the mean of the finite ones
+    assert "| alberti | 0 | 0.0 K | 0.50 | 50.00 % | 20.00 % | 0.00 % | 0.250 |" in text
+    assert "| alberti | 3 | 3.0 M | 3.00 | 10.00 % | 20.00 % | 0.00 % | 0.250 |" in text
 
 
 def test_density_mean_skips_non_finite_values():
