@@ -140,12 +140,7 @@ class DensitySweep(Callback):
         finally:
             policy.train(was_training)
         self.results[iteration] = summaries
-        metrics = {
-            f"{self.tag}/{d}/{name}": float(s[name])
-            for d, s in summaries.items()
-            for name in LOGGED
-            if math.isfinite(s[name])  # km/infraction is inf without infractions: not plottable
-        }
+        metrics = self.scalars(summaries)
         log_dir = trainer.log_dir or trainer.default_root_dir  # a collective under DDP: all ranks ask
         if trainer.is_global_zero:
             for logger in trainer.loggers:
@@ -154,6 +149,16 @@ class DensitySweep(Callback):
                 self._plot(trainer, summaries, log_dir, iteration)
             self._append_record(pl_module, summaries, log_dir, iteration)
         return summaries
+
+    def scalars(self, summaries: dict[str, dict[str, float]]) -> dict[str, float]:
+        """``{<tag>/<density>/<metric>: value}`` of a sweep's `LOGGED` metrics, finite ones only
+        (km/infraction is inf without infractions: not plottable)."""
+        return {
+            f"{self.tag}/{d}/{name}": float(s[name])
+            for d, s in summaries.items()
+            for name in LOGGED
+            if math.isfinite(s[name])
+        }
 
     def _append_record(self, pl_module: LightningModule, summaries, log_dir: str, iteration: int) -> None:
         """One line of ``eval/density_sweep.jsonl``: what a learning curve is drawn from."""

@@ -36,7 +36,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from torchrl.data import Composite
 from torchrl.envs import EnvBase
 
-from pictura.callbacks.density_sweep import LOGGED, DensitySweep
+from pictura.callbacks.density_sweep import DensitySweep
 from pictura.modules.gae import AdvantageFilter, generalized_advantage
 
 RESUME_KEY = "pictura_resume"
@@ -397,11 +397,8 @@ class PPO(LightningModule):
         Lightning prints and returns. The sweeps also write their usual plot and JSON record."""
         sweeps = [cb for cb in self.trainer.callbacks if isinstance(cb, DensitySweep)] or [DensitySweep()]
         for sweep in sweeps:
-            summaries = sweep.evaluate(self.trainer, self) or {}
-            for density, summary in summaries.items():
-                for name in LOGGED:
-                    if math.isfinite(summary[name]):
-                        self.log(f"{stage}/{sweep.tag}/{density}/{name}", float(summary[name]), batch_size=1)
+            for name, value in sweep.scalars(sweep.evaluate(self.trainer, self) or {}).items():
+                self.log(f"{stage}/{name}", value, batch_size=1)
 
     def total_iterations(self) -> int:
         if self.hparams.max_iterations is not None:
