@@ -24,19 +24,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pictura.tools.curves import read_event_scalars  # noqa: E402
+
 PHASES = ("rollout_policy", "rollout_render", "rollout_env", "update_render", "update_optim", "other")
-
-
-def scalars(run_dir: Path) -> dict[str, dict[int, float]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    out: dict[str, dict[int, float]] = {}
-    for file in sorted(run_dir.rglob("events.out.tfevents.*")):
-        events = EventAccumulator(str(file), size_guidance={"scalars": 0})
-        events.Reload()
-        for tag in events.Tags()["scalars"]:
-            out.setdefault(tag, {}).update({e.step: e.value for e in events.Scalars(tag)})
-    return out
 
 
 def run(gpus: int, args: argparse.Namespace, root: Path) -> dict:
@@ -55,7 +47,8 @@ def run(gpus: int, args: argparse.Namespace, root: Path) -> dict:
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"{gpus} GPU(s) failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
-    found = scalars(root / f"gpus{gpus}")
+    (run_dir,) = (root / f"gpus{gpus}").glob("version_*")  # the logger's one version folder
+    found = read_event_scalars(run_dir)
     rate = found["perf/agent_steps_per_s"]
     steps = sorted(rate)[args.warmup:]
     if not steps:

@@ -39,9 +39,9 @@ TRAINING_SCALARS = (
 """Panels of ``--training``, logged by `pictura.modules.PPO` once per iteration."""
 
 
-def read_training_scalars(path: str | Path) -> dict[str, list[tuple[float, float]]]:
-    """``{tag: [(agent-steps trained, value), ...]}`` of `TRAINING_SCALARS` from a run folder's
-    (or one file's) TensorBoard events, in iteration order."""
+def read_event_scalars(path: str | Path, tags: set[str] | None = None) -> dict[str, dict[int, float]]:
+    """``{tag: {step: value}}`` of the scalars (all, or ``tags``) in a run folder's TensorBoard
+    event files (or one file)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     path = Path(path)
@@ -52,8 +52,16 @@ def read_training_scalars(path: str | Path) -> dict[str, list[tuple[float, float
     for file in files:
         events = EventAccumulator(str(file), size_guidance={"scalars": 0})
         events.Reload()
-        for tag in set(events.Tags()["scalars"]) & {"train/agent_steps", *TRAINING_SCALARS}:
+        found = set(events.Tags()["scalars"])
+        for tag in found if tags is None else found & tags:
             by_step.setdefault(tag, {}).update({e.step: e.value for e in events.Scalars(tag)})
+    return by_step
+
+
+def read_training_scalars(path: str | Path) -> dict[str, list[tuple[float, float]]]:
+    """``{tag: [(agent-steps trained, value), ...]}`` of `TRAINING_SCALARS` from a run folder's
+    (or one file's) TensorBoard events, in iteration order."""
+    by_step = read_event_scalars(path, {"train/agent_steps", *TRAINING_SCALARS})
     if "train/agent_steps" not in by_step:
         raise ValueError(f"{path}: no train/agent_steps scalar (not a pictura PPO run?)")
     steps = by_step.pop("train/agent_steps")
