@@ -230,6 +230,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--gather", choices=("views", "parts"), default="views", help="pass-1 cull threads")
     p.add_argument("--profile", action="store_true", help="also time each kernel of one render call")
     p.add_argument("--resolutions", default=",".join(f"{w}x{h}" for w, h in RESOLUTIONS))
+    p.add_argument(
+        "--save-views",
+        metavar="PREFIX",
+        help="also write the first --save-count egos' views to PREFIX<WxH>.npy (to compare renderer versions)",
+    )
+    p.add_argument("--save-count", type=int, default=512, help="egos whose views --save-views writes")
     args = p.parse_args(argv)
 
     wp.config.quiet = True
@@ -285,6 +291,9 @@ def main(argv: list[str] | None = None) -> None:
             renderer.render(agent_box, light_state, req, out)
         wp.synchronize_device(device)
         dt = (time.perf_counter() - t0) / args.iters
+        if args.save_views:
+            per_ego = rig.num_cameras
+            np.save(f"{args.save_views}{w}x{h}.npy", out.numpy()[: args.save_count * per_ego])
         if args.profile:
             profile_kernels(
                 "render",

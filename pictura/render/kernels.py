@@ -107,12 +107,12 @@ def coverage(sd: float, footprint: float, antialias: int) -> float:
         # sd / footprint >= 1 (footprint > 0, division rounds monotonically): the clamp gives 0;
         # skipping the division keeps the result bit for bit.
         return 0.0
-    return wp.clamp(0.5 - sd / footprint, 0.0, 1.0)
+    return wp.clamp(0.5 - wp.div_approx(sd, footprint), 0.0, 1.0)
 
 
 @wp.func
 def depth_shade(t: float) -> float:
-    return _SHADE_MIN + (1.0 - _SHADE_MIN) * wp.exp(-t / _SHADE_DIST)
+    return _SHADE_MIN + (1.0 - _SHADE_MIN) * wp.exp(-t * (1.0 / _SHADE_DIST))
 
 
 @wp.func
@@ -1145,7 +1145,7 @@ def box_fragment(
     for ax in range(3):
         side = wp.sign(ol[ax])
         if wp.abs(ol[ax]) > e[ax] and dl[ax] * side < 0.0:
-            t = (side * e[ax] - ol[ax]) / dl[ax]
+            t = wp.div_approx(side * e[ax] - ol[ax], dl[ax])
             if t >= near and t <= far:
                 p = ol + t * dl
                 sd = float(-1.0e30)
@@ -1164,7 +1164,7 @@ def box_fragment(
                         best_t = t
     if cov_sum <= 0.0:
         return vec5(0.0)
-    col = col * (depth_shade(best_t) / cov_sum)
+    col = col * wp.div_approx(depth_shade(best_t), cov_sum)
     return vec5(best_t, col[0], col[1], col[2], wp.min(cov_sum, 1.0))
 
 
@@ -1182,7 +1182,7 @@ def box_cover(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float, far
     for ax in range(3):
         side = wp.sign(ol[ax])
         if wp.abs(ol[ax]) > e[ax] and dl[ax] * side < 0.0:
-            t = (side * e[ax] - ol[ax]) / dl[ax]
+            t = wp.div_approx(side * e[ax] - ol[ax], dl[ax])
             if t >= near and t <= far:
                 p = ol + t * dl
                 sd = float(-1.0e30)
@@ -1203,7 +1203,7 @@ def box_cover(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float, far
 @wp.func
 def box_filter(x: float, lo: float, hi: float, fp: float) -> float:
     """Fraction of the interval [x - fp / 2, x + fp / 2] inside [lo, hi]."""
-    return wp.max(0.0, wp.min(x + 0.5 * fp, hi) - wp.max(x - 0.5 * fp, lo)) / fp
+    return wp.div_approx(wp.max(0.0, wp.min(x + 0.5 * fp, hi) - wp.max(x - 0.5 * fp, lo)), fp)
 
 
 @wp.func
@@ -1213,8 +1213,9 @@ def ground_frame(d: wp.vec3, pix: float) -> wp.vec3:
     gy = float(0.0)
     hxy = wp.sqrt(d[0] * d[0] + d[1] * d[1])
     if hxy > 1.0e-9:
-        gx = d[0] / hxy
-        gy = d[1] / hxy
+        inv = wp.div_approx(1.0, hxy)
+        gx = d[0] * inv
+        gy = d[1] * inv
     return wp.vec3(gx, gy, wp.abs(d[2]) + 0.5 * pix)
 
 
@@ -1246,7 +1247,7 @@ def line_fragment(
             q = g_n * g_n + wp.max(1.0 - g_n * g_n, 0.0) * (g[2] * g[2])
             if 4.0 * lead * lead * (g[2] * g[2]) > _REJECT_MARGIN * hp * hp * q:
                 return wp.vec2(0.0)
-    t = r1[1] / d[2]
+    t = wp.div_approx(r1[1], d[2])
     if t < near or t > far:
         return wp.vec2(0.0)
     seg_len = r1[0]
@@ -1273,7 +1274,7 @@ def line_fragment(
         gy = g[1]
         inv_g = g[2]  # 1 / S
         g_n = wp.abs(-uy * gx + ux * gy)
-        fp_n = t * pix * wp.sqrt(g_n * g_n / (inv_g * inv_g) + wp.max(1.0 - g_n * g_n, 0.0))
+        fp_n = t * pix * wp.sqrt(wp.div_approx(g_n * g_n, inv_g * inv_g) + wp.max(1.0 - g_n * g_n, 0.0))
         cov_n = box_filter(s_n, -hw, hw, fp_n)
         if cov_n <= 0.0:
             # Outside the strip (nearly every line test): the product below would be 0 exactly.
@@ -1285,8 +1286,9 @@ def line_fragment(
         r_p = -rx * gy + ry * gx
         su_len = wp.sqrt(u_g * u_g + u_p * u_p)
         tp = t * pix
-        s_su = (r_g * u_g + r_p * u_p) / (su_len * tp)
-        cov = cov_n * box_filter(s_su, 0.0, seg_len * su_len / tp, 1.0)
+        inv_tp = wp.div_approx(1.0, tp)
+        s_su = wp.div_approx(r_g * u_g + r_p * u_p, su_len) * inv_tp
+        cov = cov_n * box_filter(s_su, 0.0, seg_len * su_len * inv_tp, 1.0)
     return wp.vec2(t, wp.min(cov, 1.0))
 
 
@@ -1301,11 +1303,11 @@ def wall_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float,
     dn = -uy * d[0] + ux * d[1]
     if wp.abs(dn) < 1.0e-9:
         return wp.vec3(0.0)
-    t = (-uy * r0[0] + ux * r0[1]) / dn
+    t = wp.div_approx(-uy * r0[0] + ux * r0[1], dn)
     if t < near or t > far:
         return wp.vec3(0.0)
     along = (t * d[0] - r0[0]) * ux + (t * d[1] - r0[1]) * uy
-    zb = r0[2] + r1[2] * along / seg_len
+    zb = r0[2] + r1[2] * wp.div_approx(along, seg_len)
     pz = t * d[2]
     sd = wp.max(wp.max(-along, along - seg_len), wp.max(zb - pz, pz - (zb + r1[3])))
     return wp.vec3(t, coverage(sd, t * pix, antialias), depth_shade(t) * (0.75 + 0.25 * wp.abs(dn)))
@@ -1320,7 +1322,7 @@ def light_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float
     dn = r0[3] * d[0] + r1[0] * d[1]
     if wp.abs(dn) < 1.0e-9:
         return wp.vec2(0.0)
-    t = (r0[3] * r0[0] + r1[0] * r0[1]) / dn
+    t = wp.div_approx(r0[3] * r0[0] + r1[0] * r0[1], dn)
     if t < near or t > far:
         return wp.vec2(0.0)
     sd = wp.length(t * d - wp.vec3(r0[0], r0[1], r0[2])) - _LIGHT_RADIUS
@@ -1398,10 +1400,12 @@ def entry_fragment(
 def trace_ray(
     v: int,
     d: wp.vec3,
-    rec: wp.array3d(dtype=wp.vec4),
-    list_bound: wp.array2d(dtype=wp.float32),
-    tile_mask: wp.array3d(dtype=wp.uint32),
-    tile: int,
+    rec: wp.array(dtype=wp.vec4),
+    list_bound: wp.array(dtype=wp.float32),
+    tile_mask: wp.array(dtype=wp.uint32),
+    capacity: int,
+    mask_row: int,
+    mask_words: int,
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     on_ground: int,
@@ -1413,7 +1417,9 @@ def trace_ray(
     """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
     ground (``on_ground`` = 1) or the sky; palette colours are read after the walk (registers).
 
-    ``tile`` is the ray's row of ``tile_mask`` (`band_index`: its half of its 8x8 tile).
+    The per-view arrays come flat (one address product per load instead of three):
+    ``rec`` (views * capacity * REC_WORDS), ``list_bound`` (views * capacity), ``tile_mask``
+    (rows of ``mask_words``; ``mask_row`` = the ray's band, `band_index`, of view v).
     Pass 1 walks the band's entries nearest bound first; each entry costs one round of
     independent loads (its bound and its 3-word record, one address for the whole warp) and
     only its depth and coverage (`record_cover`, no colour work). The fragments go into a
@@ -1423,24 +1429,27 @@ def trace_ray(
     their colours (`record_fragment`).
     """
     g = ground_frame(d, pix)
+    inv_fade = wp.div_approx(1.0, _FAR_FADE * far)
     ft = wp.vec4(0.0)
     fa = wp.vec4(0.0)
     fk = wp.vec4i(0)
     nf = int(0)
     t_opaque = float(1.0e30)
     done = int(0)
-    for wd in range(tile_mask.shape[2]):
-        bits = tile_mask[v, tile, wd]
+    entry0 = v * capacity
+    for wd in range(mask_words):
+        bits = tile_mask[mask_row * mask_words + wd]
         if done == 1:
             break
         while bits != wp.uint32(0):
             low = bits & (~bits + wp.uint32(1))
             bits = bits ^ low
             k = wd * 32 + wp.bit_count(low - wp.uint32(1))
-            bound = list_bound[v, k]
-            r0 = rec[v, k, 0]
-            r1 = rec[v, k, 1]
-            kind = int(rec[v, k, 2][3])
+            bound = list_bound[entry0 + k]
+            r = (entry0 + k) * REC_WORDS
+            r0 = rec[r]
+            r1 = rec[r + 1]
+            kind = int(rec[r + 2][3])
             if bound >= t_opaque:
                 done = 1
                 break
@@ -1449,7 +1458,7 @@ def trace_ray(
                 continue  # no coverage: the faded alpha below would be <= 0 too
             t = f[0]
             # Fade out over the last 15% before `far` so geometry does not pop at the clip distance.
-            fad = f[1] * wp.clamp((far - t) / (_FAR_FADE * far), 0.0, 1.0)
+            fad = f[1] * wp.clamp((far - t) * inv_fade, 0.0, 1.0)
             if fad <= 0.0 or t >= t_opaque:
                 continue
             # Stable insert: j = the number of kept fragments at or before t; j = 4 drops it.
@@ -1491,10 +1500,9 @@ def trace_ray(
         fa[0] = fa[1]
         fa[1] = fa[2]
         fa[2] = fa[3]
-        r2 = rec[v, k, 2]
-        frag = record_fragment(
-            rec[v, k, 0], rec[v, k, 1], r2, int(r2[3]), d, face_color, misc_color[2], pix, near, far, antialias
-        )
+        r = (entry0 + k) * REC_WORDS
+        r2 = rec[r + 2]
+        frag = record_fragment(rec[r], rec[r + 1], r2, int(r2[3]), d, face_color, misc_color[2], pix, near, far, antialias)
         w = (1.0 - alpha) * a
         acc += w * wp.vec3(frag[1], frag[2], frag[3])
         alpha += w
@@ -1502,21 +1510,32 @@ def trace_ray(
 
 
 @wp.func
-def raster_pixel(tid: int, width: int, height: int, view_base: int, tile_major: int) -> wp.vec3i:
-    """(view, px, py) of raster thread ``tid``; px = -1 for a padding thread of a partial tile."""
+def raster_pixel(
+    tid: int, width: int, height: int, view_base: int, tile_major: int, inv_tiles_x: float, inv_tiles_view: wp.float64
+) -> wp.vec3i:
+    """(view, px, py) of raster thread ``tid``; px = -1 for a padding thread of a partial tile.
+
+    Tile-major threads divide by the tile counts through reciprocals the host passes
+    (`tile_reciprocals`): an integer division by a runtime value is ~30 instructions per
+    thread, a reciprocal product 3. Both quotients are exact: (a + 0.5) / b lies at least
+    0.5 / b from an integer, far beyond the products' rounding (float32 for the <= 2^18 tiles of
+    a view, float64 for the < 2^25 tiles of a launch).
+    """
     v = int(0)
     px = int(0)
     py = int(0)
     if tile_major == 1:
-        # One thread block of pixels per TILE x TILE screen tile: a warp walks one tile list.
+        # One 64-thread group of pixels per TILE x TILE screen tile: a warp walks one band list.
         tiles_x = (width + _TILE - 1) / _TILE
-        per_view = tiles_x * ((height + _TILE - 1) / _TILE) * _TILE * _TILE
-        v = view_base + tid / per_view
-        rem = tid - (tid / per_view) * per_view
-        t = rem / (_TILE * _TILE)
-        q = rem - t * (_TILE * _TILE)
-        py = (t / tiles_x) * _TILE + q / _TILE
-        px = (t - (t / tiles_x) * tiles_x) * _TILE + q - (q / _TILE) * _TILE
+        tiles_view = tiles_x * ((height + _TILE - 1) / _TILE)
+        g = tid / (_TILE * _TILE)  # the launch's tile
+        q = tid - g * (_TILE * _TILE)
+        vl = int((wp.float64(g) + wp.float64(0.5)) * inv_tiles_view)
+        t = g - vl * tiles_view
+        ty = int((float(t) + 0.5) * inv_tiles_x)
+        v = view_base + vl
+        py = ty * _TILE + q / _TILE
+        px = (t - ty * tiles_x) * _TILE + q - (q / _TILE) * _TILE
         if px >= width or py >= height:
             px = -1
     else:
@@ -1525,6 +1544,18 @@ def raster_pixel(tid: int, width: int, height: int, view_base: int, tile_major: 
         py = rem / width
         px = rem - py * width
     return wp.vec3i(v, px, py)
+
+
+def tile_reciprocals(width: int, height: int) -> tuple[float, float]:
+    """`raster_pixel`'s (1 / tiles per row, 1 / tiles per view) for a width x height view."""
+    tiles_x = -(-width // TILE_PX)
+    return 1.0 / tiles_x, 1.0 / (tiles_x * -(-height // TILE_PX))
+
+
+@wp.func
+def unit(v: wp.vec3) -> wp.vec3:
+    """v / |v| with one (approximate on the GPU) reciprocal instead of three IEEE divisions."""
+    return v * wp.div_approx(1.0, wp.length(v))
 
 
 @wp.func
@@ -1543,18 +1574,17 @@ def store_pixel(image_out: wp.array4d(dtype=wp.uint8), i: int, py: int, px: int,
 @wp.func
 def ray_background(d: wp.vec3, o: wp.vec3, ground_z: float) -> int:
     """1 (misc_color's ground) below the horizon (the plane z = ground_z), 0 (sky) above."""
-    if d[2] < -1.0e-6 and (ground_z - o[2]) / d[2] > 0.0:
+    if d[2] < -1.0e-6 and ground_z < o[2]:  # the plane is ahead along d: (ground_z - o_z) / d_z > 0
         return 1
     return 0
 
 
-RASTER_MAX_REGISTERS = int(os.environ.get("PICTURA_RASTER_MAX_REGISTERS", "56"))
+RASTER_MAX_REGISTERS = int(os.environ.get("PICTURA_RASTER_MAX_REGISTERS", "64"))
 """Register cap of `raster_views` (``PICTURA_RASTER_MAX_REGISTERS`` overrides it, for tuning).
-The walk is load-latency bound, so resident warps are what hides it: 56 registers fit 4 blocks
-of 256 threads per SM (87 uncapped fit 2, 80 fit 3). Raster ms per 20,400-ego call on an H200
-(2026-12-01, docs/benchmarks.md), 96x54 / 192x108 / 384x216: cap 80: 28.8 / 80.1 / 257;
-64: 25.0 / 73.1 / 259; 56: 23.8 / 70.0 / 250; 48: 23.7 / 72.7 / 269; 40: 26.3 / 91.9 / 343
-(the spills start to cost)."""
+Resident warps hide the walk's dependent loads, spills cost instructions: 64 registers fit 4
+blocks of 256 threads per SM. Agent-steps/s of a 20,400-ego call on an H200 (2026-12-01,
+docs/renderer.md rounds 5 and 6), 96x54 / 192x108: cap 56: 658 K / 280 K; 64: 650 K / 284 K;
+72: 610 K / 263 K (the round-5 kernel, before the division work, was fastest at 56)."""
 
 
 @wp.kernel(cuda_max_registers=RASTER_MAX_REGISTERS)
@@ -1564,9 +1594,11 @@ def raster_views(
     view_basis: wp.array(dtype=wp.mat33),
     view_world: wp.array(dtype=wp.int32),
     view_ground: wp.array(dtype=wp.float32),
-    list_bound: wp.array2d(dtype=wp.float32),
-    rec: wp.array3d(dtype=wp.vec4),
-    tile_mask: wp.array3d(dtype=wp.uint32),
+    list_bound: wp.array(dtype=wp.float32),  # flat: views * capacity
+    rec: wp.array(dtype=wp.vec4),  # flat: views * capacity * REC_WORDS
+    tile_mask: wp.array(dtype=wp.uint32),  # flat: views * bands * mask_words
+    capacity: int,
+    mask_words: int,
     # palette
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
@@ -1580,13 +1612,15 @@ def raster_views(
     out_offset: int,
     view_base: int,
     tile_major: int,
+    inv_tiles_x: float,
+    inv_tiles_view: wp.float64,
     # output
     image_out: wp.array4d(dtype=wp.uint8),
 ):
     """Thread per output pixel, one ray through its centre (supersample = 1)."""
     height = image_out.shape[1]
     width = image_out.shape[2]
-    vp = raster_pixel(wp.tid(), width, height, view_base, tile_major)
+    vp = raster_pixel(wp.tid(), width, height, view_base, tile_major, inv_tiles_x, inv_tiles_view)
     v = vp[0]
     px = vp[1]
     py = vp[2]
@@ -1598,10 +1632,14 @@ def raster_views(
         return
     o = view_origin[v]
     basis = view_basis[v]
-    d = wp.normalize(basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5)))
+    d = unit(basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5)))
     bg = ray_background(d, o, view_ground[v])
-    tile = band_index(px, py, width)
-    color = trace_ray(v, d, rec, list_bound, tile_mask, tile, face_color, misc_color, bg, 1.0 / focal, near, far, antialias)
+    mask_row = v * 2 * (((width + _TILE - 1) / _TILE) * ((height + _TILE - 1) / _TILE)) + band_index(px, py, width)
+    pix = wp.div_approx(1.0, focal)
+    color = trace_ray(
+        v, d, rec, list_bound, tile_mask, capacity, mask_row, mask_words, face_color, misc_color, bg, pix, near, far,
+        antialias,
+    )  # fmt: skip
     store_pixel(image_out, out_offset + v, py, px, color)
 
 
@@ -1611,9 +1649,11 @@ def raster_views_ss(
     view_basis: wp.array(dtype=wp.mat33),
     view_world: wp.array(dtype=wp.int32),
     view_ground: wp.array(dtype=wp.float32),
-    list_bound: wp.array2d(dtype=wp.float32),
-    rec: wp.array3d(dtype=wp.vec4),
-    tile_mask: wp.array3d(dtype=wp.uint32),
+    list_bound: wp.array(dtype=wp.float32),
+    rec: wp.array(dtype=wp.vec4),
+    tile_mask: wp.array(dtype=wp.uint32),
+    capacity: int,
+    mask_words: int,
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     focal: float,
@@ -1626,12 +1666,14 @@ def raster_views_ss(
     out_offset: int,
     view_base: int,
     tile_major: int,
+    inv_tiles_x: float,
+    inv_tiles_view: wp.float64,
     image_out: wp.array4d(dtype=wp.uint8),
 ):
     """`raster_views` with ``supersample`` x ``supersample`` rays per pixel, averaged."""
     height = image_out.shape[1]
     width = image_out.shape[2]
-    vp = raster_pixel(wp.tid(), width, height, view_base, tile_major)
+    vp = raster_pixel(wp.tid(), width, height, view_base, tile_major, inv_tiles_x, inv_tiles_view)
     v = vp[0]
     px = vp[1]
     py = vp[2]
@@ -1643,7 +1685,7 @@ def raster_views_ss(
     o = view_origin[v]
     basis = view_basis[v]
     ground_z = view_ground[v]
-    tile = band_index(px, py, width)
+    mask_row = v * 2 * (((width + _TILE - 1) / _TILE) * ((height + _TILE - 1) / _TILE)) + band_index(px, py, width)
     ss = float(supersample)
     f = focal * ss
     pix = 1.0 / f
@@ -1652,11 +1694,12 @@ def raster_views_ss(
         for sx in range(supersample):
             u = float(px * supersample + sx) + 0.5
             w = float(py * supersample + sy) + 0.5
-            d = wp.normalize(basis[0] * f + basis[1] * (cx * ss - u) + basis[2] * (cy * ss - w))
+            d = unit(basis[0] * f + basis[1] * (cx * ss - u) + basis[2] * (cy * ss - w))
             bg = ray_background(d, o, ground_z)
             color += trace_ray(
-                v, d, rec, list_bound, tile_mask, tile, face_color, misc_color, bg, pix, near, far, antialias
-            )
+                v, d, rec, list_bound, tile_mask, capacity, mask_row, mask_words, face_color, misc_color, bg, pix,
+                near, far, antialias,
+            )  # fmt: skip
     store_pixel(image_out, out_offset + v, py, px, color / (ss * ss))
 
 

@@ -10,6 +10,8 @@ requests.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import warp as wp
 
@@ -28,6 +30,11 @@ SCRATCH_MEMORY_MAX_BYTES = 8 << 30
 HOST_SCRATCH_MAX_BYTES = 1 << 30
 """Cap on an automatically sized chunk's scratch on the CPU."""
 MIN_CHUNK_REQUESTS = 256
+GATHER_BLOCK_DIM = int(os.environ.get("PICTURA_GATHER_BLOCK_DIM", "64"))
+"""Threads per block of `kernels.gather_views` (``PICTURA_GATHER_BLOCK_DIM`` overrides it, for
+tuning). One thread per view runs a long serial gather, and a call has only ~80 K of them: in
+blocks of 256 an H200 holds two blocks per SM (94 registers), so 320 blocks make an uneven
+second wave; blocks of 64 fit ten per SM and all run at once."""
 
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
@@ -255,7 +262,7 @@ class Renderer:
                 px_per_view = ((W + tile - 1) // tile) * ((H + tile - 1) // tile) * tile * tile
             mask = self._tile_mask(views)
             # One ray per pixel (the default) has its own kernel: no sample loop, fewer registers.
-            kernel, ss, order = kernels.raster_views, [], [int(self._tile_major)]
+            kernel, ss, order = kernels.raster_views, [], [int(self._tile_major), *kernels.tile_reciprocals(W, H)]
             if self.supersample > 1:
                 kernel, ss = kernels.raster_views_ss, [self.supersample]
             for base, count in self._launch_ranges(views, px_per_view):
@@ -264,7 +271,8 @@ class Renderer:
                     dim=count * px_per_view,
                     inputs=[
                         self._view_origin, self._view_basis, self._view_world, self._view_ground,
-                        self._list_bound, self._rec, mask,
+                        self._list_bound.flatten(), self._rec.flatten(), mask.flatten(),
+                        self.list_capacity, mask.shape[2],
                         self._face_color, self._misc_color,
                         focal, cx, cy, self.rig.near, self.rig.far,
                         *ss, int(self.antialias), start * C, base, *order,
@@ -474,6 +482,7 @@ class Renderer:
                         self._list_ref, self._list_bound, self._list_count,
                     ],
                     device=self.device,
+                    block_dim=GATHER_BLOCK_DIM,
                 )  # fmt: skip
             if mode == 0:
                 for base, count in self._launch_ranges(views, kernels.RANK_THREADS):

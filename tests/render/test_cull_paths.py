@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import warp as wp
 
 from pictura.maps import load_road_map
 from pictura.maps.roadmap import pack_polylines
@@ -191,3 +192,49 @@ def test_bad_requests_and_cameras_are_named(town):
         CameraRig(width=96, height=4097)
     with pytest.raises(ValueError, match="width"):
         CameraRig().set_resolution(8192, 54)
+
+
+@wp.kernel
+def _pixel_of_thread(
+    tids: wp.array(dtype=wp.int32),
+    width: int,
+    height: int,
+    inv_tiles_x: float,
+    inv_tiles_view: wp.float64,
+    out: wp.array(dtype=wp.vec3i),
+):
+    i = wp.tid()
+    out[i] = kernels.raster_pixel(tids[i], width, height, 0, 1, inv_tiles_x, inv_tiles_view)
+
+
+@pytest.mark.parametrize("width,height", [(32, 18), (96, 54), (100, 7), (4096, 4096), (4096, 1)])
+def test_tile_major_pixel_index_is_exact_integer_division(width, height):
+    """raster_pixel divides by the tile counts through reciprocals; compare with integer
+    division over the whole int32 launch range (a launch holds < 2^31 threads)."""
+    tiles_x, tiles_y = -(-width // 8), -(-height // 8)
+    per_view = tiles_x * tiles_y * 64
+    rng = np.random.default_rng(0)
+    last_view = (2**31 - 1) // per_view
+    views = np.concatenate([[0, 1, last_view - 1, last_view - 2], rng.integers(0, last_view - 1, 200)])
+    within = np.concatenate([[0, 63, 64, per_view - 1, per_view - 64], rng.integers(0, per_view, 200)])
+    tids = (views[:, None] * per_view + within[None, :]).reshape(-1).astype(np.int64)
+    tids = tids[(tids >= 0) & (tids < 2**31)].astype(np.int32)
+    out = wp.zeros(len(tids), dtype=wp.vec3i, device="cpu")
+    wp.launch(
+        _pixel_of_thread,
+        dim=len(tids),
+        inputs=[wp.array(tids, dtype=wp.int32, device="cpu"), width, height, *kernels.tile_reciprocals(width, height)],
+        outputs=[out],
+        device="cpu",
+    )
+    got = out.numpy()
+    t = tids.astype(np.int64)
+    view, rem = t // per_view, t % per_view
+    tile, q = rem // 64, rem % 64
+    px = (tile % tiles_x) * 8 + q % 8
+    py = (tile // tiles_x) * 8 + q // 8
+    px = np.where((px >= width) | (py >= height), -1, px)
+    np.testing.assert_array_equal(got[:, 0], view)
+    np.testing.assert_array_equal(got[:, 1], px)
+    keep = px >= 0
+    np.testing.assert_array_equal(got[keep, 2], py[keep])
