@@ -226,7 +226,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mem-chunk", type=int, default=2048, help="egos of the chunk whose memory is reported")
     p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
     p.add_argument("--supersample", type=int, default=1, help="rays per pixel per axis")
-    p.add_argument("--raster-order", choices=("tile", "row"), default="tile", help="raster thread order")
     p.add_argument("--gather", choices=("views", "parts"), default="views", help="pass-1 cull threads")
     p.add_argument("--profile", action="store_true", help="also time each kernel of one render call")
     p.add_argument("--resolutions", default=",".join(f"{w}x{h}" for w, h in RESOLUTIONS))
@@ -265,7 +264,6 @@ def main(argv: list[str] | None = None) -> None:
             road_maps, layout, rig, device=args.device, list_capacity=args.capacity,
             chunk_size=chunk or None, supersample=args.supersample,
         )  # fmt: skip
-        r._tile_major = int(args.raster_order == "tile")
         r._parallel_gather = int(args.gather == "parts")
         return r
 
@@ -327,7 +325,6 @@ def main(argv: list[str] | None = None) -> None:
                     "primitives_per_view_max": int(counts.max()),
                     "list_capacity": args.capacity,
                     "chunk": renderer.chunk_requests(requests.shape[0]),
-                    "raster_order": args.raster_order,
                     "supersample": args.supersample,
                     "map": names[0] if len(names) == 1 else names,
                     "date": time.strftime("%Y-%m-%d"),

@@ -20,8 +20,9 @@ numbered ``v = (request - request_offset) * C + camera``.
    memory and with hundreds of threads per view instead of one.
 3. `entry_setup` (thread per list entry) writes the entry's camera-relative record (all the
    per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines);
-   `bin_tiles` (thread per (view, tile, 32 entries)) sets one bit per (tile, entry) for the
-   ``TILE_PX``-square screen tiles the outline may touch.
+   `bin_entries` (thread per list entry, over its rectangle's tiles) sets one bit per (band,
+   entry) for the ``TILE_PX``-square screen tiles the outline may touch (integer atomic OR:
+   the same words whatever the order).
 4. `raster_views` (thread per output pixel, pixels grouped by screen tile; `raster_views_ss`
    with ``s x s`` rays per pixel): tests its tile's entries front to back from their records
    (depth and coverage only) into a 4-slot depth-sorted register buffer, stops once the next
@@ -62,7 +63,13 @@ vec5 = wp.types.vector(length=5, dtype=wp.float32)
 vec8 = wp.types.vector(length=8, dtype=wp.float32)
 
 # Forward-only kernels: no adjoint code (halves compile time and code size).
-wp.set_module_options({"enable_backward": False})
+# fast_math (CUDA only; Warp builds CPU kernels without it): approximate division, square root,
+# sin/cos/exp and flush-to-zero in every render kernel. On the H200 pinned scene it bought +9 %
+# at 96x54 (the cull's sin/cos, atan2 and divisions: gather 4.1 -> 2.9 ms, entry_setup 2.1 ->
+# 1.2 ms) and changed 0.01 % of the pixels (docs/renderer.md, round 7); still deterministic per
+# device, so re-rendered views equal the acting ones bit for bit. PICTURA_RENDER_FAST_MATH=0
+# turns it off (e.g. to compare with exact arithmetic).
+wp.set_module_options({"enable_backward": False, "fast_math": os.environ.get("PICTURA_RENDER_FAST_MATH", "1") != "0"})
 
 _REF_AGENT = wp.constant(REF_AGENT)
 _REF_LINE = wp.constant(REF_LINE)
@@ -726,9 +733,10 @@ def scan_parts(
     list_count_out[v] = wp.min(total, capacity)
 
 
-RANK_THREADS = 512
+RANK_THREADS = int(os.environ.get("PICTURA_RANK_THREADS", "512"))
 """Threads per view of `rank_candidates`: thread t ranks candidates t, t + RANK_THREADS, ..., so
-the launch does not grow with the candidate buffer (most views hold a few hundred)."""
+the launch does not grow with the candidate buffer (most views hold a few hundred).
+``PICTURA_RANK_THREADS`` overrides it, for tuning."""
 _RANK_THREADS = wp.constant(RANK_THREADS)
 
 
@@ -1057,49 +1065,47 @@ def entry_setup(
 
 
 @wp.kernel
-def bin_tiles(
+def bin_entries(
     list_count: wp.array(dtype=wp.int32),
     tile_range: wp.array2d(dtype=wp.vec4i),
     entry_edge: wp.array3d(dtype=wp.vec3),
     tiles_x: int,
+    tiles_y: int,
     view_base: int,
     # 2 = rectangle and edge lines (the renderer's mode), 1 = rectangle only, 0 = every tile
     # (the reference the tests compare against)
     bin_mode: int,
-    # output: bit k % 32 of word k / 32 of row 2 t + h says list entry k may touch half h of
-    # tile t (its top or bottom _BAND rows)
+    # output (zeroed by the caller): bit k % 32 of word k / 32 of row 2 t + h says list entry k
+    # may touch half h of tile t (its top or bottom _BAND rows)
     tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
-    """Thread per (view, tile, mask word), writing both halves (bands) of the tile. Entries keep
-    their depth order inside every band.
+    """Thread per (view, list entry): set the entry's bit in every band it may touch.
 
     An entry is kept in a band when its rectangle covers the tile and no edge line of its
-    projected polygon has the whole band (grown by ``_MARGIN`` px) on its outside.
+    projected polygon has the whole band (grown by ``_MARGIN`` px) on its outside. Each entry
+    visits only the tiles of its rectangle (a few, against every tile x 32 entries when a thread
+    per (tile, word) tested them all). Bits are set with an integer atomic OR, whose result does
+    not depend on the order of the writes: the masks are the same words on every run. Entries
+    keep their depth order inside every band (bit k is list slot k).
     """
     tid = wp.tid()
-    tiles = tile_mask_out.shape[1] / 2
-    words = tile_mask_out.shape[2]
-    per_view = tiles * words
-    v = view_base + tid / per_view
-    rem = tid - (tid / per_view) * per_view
-    t = rem / words
-    wd = rem - t * words
-    ty = t / tiles_x
-    tx = t - ty * tiles_x
-    u0 = float(tx * _TILE)
-    w0 = float(ty * _TILE)
-    u1 = u0 + float(_TILE)
-    wm = w0 + float(_BAND)
-    w1 = w0 + float(_TILE)
-    n = list_count[v]
-    bits0 = wp.uint32(0)
-    bits1 = wp.uint32(0)
-    for b in range(32):
-        k = wd * 32 + b
-        if k >= n:
-            break
-        q = tile_range[v, k]
-        if bin_mode == 0 or (tx >= q[0] and tx <= q[2] and ty >= q[1] and ty <= q[3]):
+    capacity = tile_range.shape[1]
+    v = view_base + tid / capacity
+    k = tid - (tid / capacity) * capacity
+    if k >= list_count[v]:
+        return
+    q = tile_range[v, k]
+    if bin_mode == 0:
+        q = wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
+    bit = wp.uint32(1) << wp.uint32(k - (k / 32) * 32)
+    wd = k / 32
+    for ty in range(q[1], q[3] + 1):
+        w0 = float(ty * _TILE)
+        wm = w0 + float(_BAND)
+        w1 = w0 + float(_TILE)
+        for tx in range(q[0], q[2] + 1):
+            u0 = float(tx * _TILE)
+            u1 = u0 + float(_TILE)
             in0 = int(1)
             in1 = int(1)
             for e in range(_EDGES * (bin_mode / 2)):
@@ -1109,12 +1115,11 @@ def bin_tiles(
                     in0 = 0
                 if reach_u + ed[1] * wp.where(ed[1] > 0.0, w1, wm) < -_MARGIN:
                     in1 = 0
+            t = ty * tiles_x + tx
             if in0 == 1:
-                bits0 = bits0 | (wp.uint32(1) << wp.uint32(b))
+                wp.atomic_or(tile_mask_out, v, 2 * t, wd, bit)
             if in1 == 1:
-                bits1 = bits1 | (wp.uint32(1) << wp.uint32(b))
-    tile_mask_out[v, 2 * t, wd] = bits0
-    tile_mask_out[v, 2 * t + 1, wd] = bits1
+                wp.atomic_or(tile_mask_out, v, 2 * t + 1, wd, bit)
 
 
 # ---- per-pixel fragments from the records (o = camera centre, d = unit ray) ----------------
@@ -1400,12 +1405,10 @@ def entry_fragment(
 def trace_ray(
     v: int,
     d: wp.vec3,
-    rec: wp.array(dtype=wp.vec4),
-    list_bound: wp.array(dtype=wp.float32),
-    tile_mask: wp.array(dtype=wp.uint32),
-    capacity: int,
-    mask_row: int,
-    mask_words: int,
+    rec: wp.array2d(dtype=wp.vec4),
+    list_bound: wp.array2d(dtype=wp.float32),
+    tile_mask: wp.array2d(dtype=wp.uint32),
+    band: int,
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     on_ground: int,
@@ -1417,9 +1420,9 @@ def trace_ray(
     """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
     ground (``on_ground`` = 1) or the sky; palette colours are read after the walk (registers).
 
-    The per-view arrays come flat (one address product per load instead of three):
-    ``rec`` (views * capacity * REC_WORDS), ``list_bound`` (views * capacity), ``tile_mask``
-    (rows of ``mask_words``; ``mask_row`` = the ray's band, `band_index`, of view v).
+    The per-view arrays come as one row per view (a single stride product per load instead of
+    one per axis): ``rec`` (views, capacity * REC_WORDS), ``list_bound`` (views, capacity) and
+    ``tile_mask`` (views, bands * words), ``band`` being the ray's band (`band_index`).
     Pass 1 walks the band's entries nearest bound first; each entry costs one round of
     independent loads (its bound and its 3-word record, one address for the whole warp) and
     only its depth and coverage (`record_cover`, no colour work). The fragments go into a
@@ -1436,20 +1439,20 @@ def trace_ray(
     nf = int(0)
     t_opaque = float(1.0e30)
     done = int(0)
-    entry0 = v * capacity
-    for wd in range(mask_words):
-        bits = tile_mask[mask_row * mask_words + wd]
+    words = (list_bound.shape[1] + 31) / 32
+    for wd in range(words):
+        bits = tile_mask[v, band * words + wd]
         if done == 1:
             break
         while bits != wp.uint32(0):
             low = bits & (~bits + wp.uint32(1))
             bits = bits ^ low
             k = wd * 32 + wp.bit_count(low - wp.uint32(1))
-            bound = list_bound[entry0 + k]
-            r = (entry0 + k) * REC_WORDS
-            r0 = rec[r]
-            r1 = rec[r + 1]
-            kind = int(rec[r + 2][3])
+            bound = list_bound[v, k]
+            r = k * REC_WORDS
+            r0 = rec[v, r]
+            r1 = rec[v, r + 1]
+            kind = int(rec[v, r + 2][3])
             if bound >= t_opaque:
                 done = 1
                 break
@@ -1500,9 +1503,11 @@ def trace_ray(
         fa[0] = fa[1]
         fa[1] = fa[2]
         fa[2] = fa[3]
-        r = (entry0 + k) * REC_WORDS
-        r2 = rec[r + 2]
-        frag = record_fragment(rec[r], rec[r + 1], r2, int(r2[3]), d, face_color, misc_color[2], pix, near, far, antialias)
+        r = k * REC_WORDS
+        r2 = rec[v, r + 2]
+        frag = record_fragment(
+            rec[v, r], rec[v, r + 1], r2, int(r2[3]), d, face_color, misc_color[2], pix, near, far, antialias
+        )
         w = (1.0 - alpha) * a
         acc += w * wp.vec3(frag[1], frag[2], frag[3])
         alpha += w
@@ -1510,40 +1515,30 @@ def trace_ray(
 
 
 @wp.func
-def raster_pixel(
-    tid: int, width: int, height: int, view_base: int, tile_major: int, inv_tiles_x: float, inv_tiles_view: wp.float64
-) -> wp.vec3i:
+def raster_pixel(tid: int, width: int, height: int, view_base: int, inv_tiles_x: float, inv_tiles_view: wp.float64) -> wp.vec3i:
     """(view, px, py) of raster thread ``tid``; px = -1 for a padding thread of a partial tile.
 
-    Tile-major threads divide by the tile counts through reciprocals the host passes
-    (`tile_reciprocals`): an integer division by a runtime value is ~30 instructions per
-    thread, a reciprocal product 3. Both quotients are exact: (a + 0.5) / b lies at least
-    0.5 / b from an integer, far beyond the products' rounding (float32 for the <= 2^18 tiles of
-    a view, float64 for the < 2^25 tiles of a launch).
+    Threads go in groups of 64 per TILE x TILE screen tile, so a warp shades one band (the top
+    or bottom half of a tile) and walks one band list; row order was measured slower (241 K vs
+    306 K agent-steps/s at 96x54, docs/renderer.md) and is gone. The thread -> (view, tile)
+    split divides by the tile counts through reciprocals the host passes (`tile_reciprocals`):
+    an integer division by a runtime value is ~30 instructions per thread, a reciprocal product
+    3. Both quotients are exact: (a + 0.5) / b lies at least 0.5 / b from an integer, far beyond
+    the products' rounding (float32 for the <= 2^18 tiles of a view, float64 for the < 2^25
+    tiles of a launch).
     """
-    v = int(0)
-    px = int(0)
-    py = int(0)
-    if tile_major == 1:
-        # One 64-thread group of pixels per TILE x TILE screen tile: a warp walks one band list.
-        tiles_x = (width + _TILE - 1) / _TILE
-        tiles_view = tiles_x * ((height + _TILE - 1) / _TILE)
-        g = tid / (_TILE * _TILE)  # the launch's tile
-        q = tid - g * (_TILE * _TILE)
-        vl = int((wp.float64(g) + wp.float64(0.5)) * inv_tiles_view)
-        t = g - vl * tiles_view
-        ty = int((float(t) + 0.5) * inv_tiles_x)
-        v = view_base + vl
-        py = ty * _TILE + q / _TILE
-        px = (t - ty * tiles_x) * _TILE + q - (q / _TILE) * _TILE
-        if px >= width or py >= height:
-            px = -1
-    else:
-        v = view_base + tid / (width * height)
-        rem = tid - (tid / (width * height)) * width * height
-        py = rem / width
-        px = rem - py * width
-    return wp.vec3i(v, px, py)
+    tiles_x = (width + _TILE - 1) / _TILE
+    tiles_view = tiles_x * ((height + _TILE - 1) / _TILE)
+    g = tid / (_TILE * _TILE)  # the launch's tile
+    q = tid - g * (_TILE * _TILE)
+    vl = int((wp.float64(g) + wp.float64(0.5)) * inv_tiles_view)
+    t = g - vl * tiles_view
+    ty = int((float(t) + 0.5) * inv_tiles_x)
+    py = ty * _TILE + q / _TILE
+    px = (t - ty * tiles_x) * _TILE + q - (q / _TILE) * _TILE
+    if px >= width or py >= height:
+        px = -1
+    return wp.vec3i(view_base + vl, px, py)
 
 
 def tile_reciprocals(width: int, height: int) -> tuple[float, float]:
@@ -1560,21 +1555,55 @@ def unit(v: wp.vec3) -> wp.vec3:
 
 @wp.func
 def band_index(px: int, py: int, width: int) -> int:
-    """Row of the tile mask for pixel (px, py): half (py % TILE) / BAND of its tile."""
+    """Band of pixel (px, py): half (py % TILE) / BAND of its tile (a row of ``tile_mask``)."""
     t = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
     return 2 * t + (py - (py / _TILE) * _TILE) / _BAND
 
 
 @wp.func
-def store_pixel(image_out: wp.array4d(dtype=wp.uint8), i: int, py: int, px: int, color: wp.vec3):
+def store_pixel(image_out: wp.array2d(dtype=wp.uint8), i: int, width: int, py: int, px: int, color: wp.vec3):
+    """Write ``color`` to pixel (px, py) of image i; ``image_out`` holds one (H * W * 3) row per image."""
+    p = (py * width + px) * 3
     for ch in range(3):
-        image_out[i, py, px, ch] = wp.uint8(int(wp.floor(wp.clamp(color[ch], 0.0, 1.0) * 255.0 + 0.5)))
+        image_out[i, p + ch] = wp.uint8(int(wp.floor(wp.clamp(color[ch], 0.0, 1.0) * 255.0 + 0.5)))
+
+
+@wp.kernel
+def view_rays(
+    view_origin: wp.array(dtype=wp.vec3),
+    view_basis: wp.array(dtype=wp.mat33),
+    view_world: wp.array(dtype=wp.int32),
+    view_ground: wp.array(dtype=wp.float32),
+    focal: float,
+    cx: float,
+    cy: float,
+    view_base: int,
+    # output: the ray of pixel (px, py) is r0.xyz + px r1.xyz + py r2.xyz (unnormalised, through
+    # the pixel centre); r0.w = 1 if the ground plane lies below the camera, r1.w = 1 if the
+    # view is valid (else black)
+    ray_out: wp.array2d(dtype=wp.vec4),
+):
+    """Thread per view: the raster's per-view ray frame, so a pixel thread loads 3 words instead
+    of the camera origin, basis, world and ground height."""
+    v = view_base + wp.tid()
+    b = view_basis[v]
+    a = b[0] * focal + b[1] * (cx - 0.5) + b[2] * (cy - 0.5)
+    ground = 0.0
+    if view_ground[v] < view_origin[v][2]:
+        ground = 1.0
+    valid = -1.0
+    if view_world[v] >= 0:
+        valid = 1.0
+    ray_out[v, 0] = wp.vec4(a[0], a[1], a[2], ground)
+    ray_out[v, 1] = wp.vec4(-b[1][0], -b[1][1], -b[1][2], valid)
+    ray_out[v, 2] = wp.vec4(-b[2][0], -b[2][1], -b[2][2], 0.0)
 
 
 @wp.func
-def ray_background(d: wp.vec3, o: wp.vec3, ground_z: float) -> int:
-    """1 (misc_color's ground) below the horizon (the plane z = ground_z), 0 (sky) above."""
-    if d[2] < -1.0e-6 and ground_z < o[2]:  # the plane is ahead along d: (ground_z - o_z) / d_z > 0
+def ray_background(d: wp.vec3, ground_below: float) -> int:
+    """1 (misc_color's ground) below the horizon, 0 (sky) above: the ray points down and the
+    ground plane (z = the view's ground height) lies below the camera."""
+    if d[2] < -1.0e-6 and ground_below > 0.0:
         return 1
     return 0
 
@@ -1589,118 +1618,103 @@ docs/renderer.md rounds 5 and 6), 96x54 / 192x108: cap 56: 658 K / 280 K; 64: 65
 
 @wp.kernel(cuda_max_registers=RASTER_MAX_REGISTERS)
 def raster_views(
-    # per-view data from view_setup / gather_* / rank_candidates / entry_setup / bin_tiles
-    view_origin: wp.array(dtype=wp.vec3),
-    view_basis: wp.array(dtype=wp.mat33),
-    view_world: wp.array(dtype=wp.int32),
-    view_ground: wp.array(dtype=wp.float32),
-    list_bound: wp.array(dtype=wp.float32),  # flat: views * capacity
-    rec: wp.array(dtype=wp.vec4),  # flat: views * capacity * REC_WORDS
-    tile_mask: wp.array(dtype=wp.uint32),  # flat: views * bands * mask_words
-    capacity: int,
-    mask_words: int,
+    # per-view data from view_rays / gather_* / rank_candidates / entry_setup / bin_entries, one row per view
+    view_ray: wp.array2d(dtype=wp.vec4),
+    list_bound: wp.array2d(dtype=wp.float32),
+    rec: wp.array2d(dtype=wp.vec4),
+    tile_mask: wp.array2d(dtype=wp.uint32),
     # palette
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
-    # rig (focal and principal point at the output resolution) and options
-    focal: float,
-    cx: float,
-    cy: float,
+    # rig (1 / focal at the output resolution) and options
+    width: int,
+    height: int,
+    pix: float,
     near: float,
     far: float,
     antialias: int,
     out_offset: int,
     view_base: int,
-    tile_major: int,
     inv_tiles_x: float,
     inv_tiles_view: wp.float64,
-    # output
-    image_out: wp.array4d(dtype=wp.uint8),
+    # output: one (height * width * 3) row per image
+    image_out: wp.array2d(dtype=wp.uint8),
 ):
     """Thread per output pixel, one ray through its centre (supersample = 1)."""
-    height = image_out.shape[1]
-    width = image_out.shape[2]
-    vp = raster_pixel(wp.tid(), width, height, view_base, tile_major, inv_tiles_x, inv_tiles_view)
+    vp = raster_pixel(wp.tid(), width, height, view_base, inv_tiles_x, inv_tiles_view)
     v = vp[0]
     px = vp[1]
     py = vp[2]
     if px < 0:
         return
-    if view_world[v] < 0:
+    r1 = view_ray[v, 1]
+    if r1[3] < 0.0:
         # Invalid request (slot -1, empty slot, bad step): black, no list walk.
-        store_pixel(image_out, out_offset + v, py, px, wp.vec3(0.0))
+        store_pixel(image_out, out_offset + v, width, py, px, wp.vec3(0.0))
         return
-    o = view_origin[v]
-    basis = view_basis[v]
-    d = unit(basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5)))
-    bg = ray_background(d, o, view_ground[v])
-    mask_row = v * 2 * (((width + _TILE - 1) / _TILE) * ((height + _TILE - 1) / _TILE)) + band_index(px, py, width)
-    pix = wp.div_approx(1.0, focal)
+    r0 = view_ray[v, 0]
+    r2 = view_ray[v, 2]
+    d = unit(
+        wp.vec3(r0[0], r0[1], r0[2]) + float(px) * wp.vec3(r1[0], r1[1], r1[2]) + float(py) * wp.vec3(r2[0], r2[1], r2[2])
+    )
     color = trace_ray(
-        v, d, rec, list_bound, tile_mask, capacity, mask_row, mask_words, face_color, misc_color, bg, pix, near, far,
-        antialias,
+        v, d, rec, list_bound, tile_mask, band_index(px, py, width), face_color, misc_color,
+        ray_background(d, r0[3]), pix, near, far, antialias,
     )  # fmt: skip
-    store_pixel(image_out, out_offset + v, py, px, color)
+    store_pixel(image_out, out_offset + v, width, py, px, color)
 
 
 @wp.kernel
 def raster_views_ss(
-    view_origin: wp.array(dtype=wp.vec3),
-    view_basis: wp.array(dtype=wp.mat33),
-    view_world: wp.array(dtype=wp.int32),
-    view_ground: wp.array(dtype=wp.float32),
-    list_bound: wp.array(dtype=wp.float32),
-    rec: wp.array(dtype=wp.vec4),
-    tile_mask: wp.array(dtype=wp.uint32),
-    capacity: int,
-    mask_words: int,
+    view_ray: wp.array2d(dtype=wp.vec4),
+    list_bound: wp.array2d(dtype=wp.float32),
+    rec: wp.array2d(dtype=wp.vec4),
+    tile_mask: wp.array2d(dtype=wp.uint32),
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
-    focal: float,
-    cx: float,
-    cy: float,
+    width: int,
+    height: int,
+    pix: float,
     near: float,
     far: float,
-    supersample: int,
     antialias: int,
     out_offset: int,
     view_base: int,
-    tile_major: int,
     inv_tiles_x: float,
     inv_tiles_view: wp.float64,
-    image_out: wp.array4d(dtype=wp.uint8),
+    supersample: int,
+    image_out: wp.array2d(dtype=wp.uint8),
 ):
-    """`raster_views` with ``supersample`` x ``supersample`` rays per pixel, averaged."""
-    height = image_out.shape[1]
-    width = image_out.shape[2]
-    vp = raster_pixel(wp.tid(), width, height, view_base, tile_major, inv_tiles_x, inv_tiles_view)
+    """`raster_views` with ``supersample`` x ``supersample`` rays per pixel, averaged (``pix``
+    = 1 / (focal * supersample), a sub-ray's footprint)."""
+    vp = raster_pixel(wp.tid(), width, height, view_base, inv_tiles_x, inv_tiles_view)
     v = vp[0]
     px = vp[1]
     py = vp[2]
     if px < 0:
         return
-    if view_world[v] < 0:
-        store_pixel(image_out, out_offset + v, py, px, wp.vec3(0.0))
+    r1 = view_ray[v, 1]
+    if r1[3] < 0.0:
+        store_pixel(image_out, out_offset + v, width, py, px, wp.vec3(0.0))
         return
-    o = view_origin[v]
-    basis = view_basis[v]
-    ground_z = view_ground[v]
-    mask_row = v * 2 * (((width + _TILE - 1) / _TILE) * ((height + _TILE - 1) / _TILE)) + band_index(px, py, width)
+    r0 = view_ray[v, 0]
+    r2 = view_ray[v, 2]
+    band = band_index(px, py, width)
     ss = float(supersample)
-    f = focal * ss
-    pix = 1.0 / f
     color = wp.vec3(0.0)
     for sy in range(supersample):
         for sx in range(supersample):
-            u = float(px * supersample + sx) + 0.5
-            w = float(py * supersample + sy) + 0.5
-            d = unit(basis[0] * f + basis[1] * (cx * ss - u) + basis[2] * (cy * ss - w))
-            bg = ray_background(d, o, ground_z)
+            # sub-pixel centres, relative to the pixel centre that r0 points through
+            u = float(px) + (float(sx) + 0.5) / ss - 0.5
+            w = float(py) + (float(sy) + 0.5) / ss - 0.5
+            d = unit(
+                wp.vec3(r0[0], r0[1], r0[2]) + u * wp.vec3(r1[0], r1[1], r1[2]) + w * wp.vec3(r2[0], r2[1], r2[2])
+            )
             color += trace_ray(
-                v, d, rec, list_bound, tile_mask, capacity, mask_row, mask_words, face_color, misc_color, bg, pix,
+                v, d, rec, list_bound, tile_mask, band, face_color, misc_color, ray_background(d, r0[3]), pix,
                 near, far, antialias,
             )  # fmt: skip
-    store_pixel(image_out, out_offset + v, py, px, color / (ss * ss))
+    store_pixel(image_out, out_offset + v, width, py, px, color / (ss * ss))
 
 
 @wp.kernel

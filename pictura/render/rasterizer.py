@@ -97,8 +97,6 @@ class Renderer:
         # more continues its ranked buffer with the serial sorted insert (`gather_views` mode
         # 1), so this bounds memory, never the result.
         self._cand_capacity = max(2 * self.list_capacity, 2048)
-        # Raster thread order: 1 = pixels grouped by 8x8 screen tile (coherent list walks).
-        self._tile_major = 1
         # Pass 1 of the cull over (view, part) threads (1) or one thread per view (0). The H200
         # measured the per-view gather faster (9.5 ms vs 12.2 ms per 20,400-ego call at 96x54);
         # both build the same candidate buffer.
@@ -152,6 +150,7 @@ class Renderer:
             "_view_step": ((), wp.int32),
             "_view_world": ((), wp.int32),
             "_view_ground": ((), wp.float32),
+            "_view_ray": ((3,), wp.vec4),
             "_view_slot": ((), wp.int32),
             "_view_query": ((), wp.vec4i),
             "_list_ref": ((k,), wp.int32),
@@ -250,34 +249,42 @@ class Renderer:
             raise ValueError(f"out must be uint8 of shape {(n * C, H, W, 3)}, got {out.dtype} {_shape(out)}")
         if out.device != self.device:
             raise ValueError(f"out is on {out.device}, the renderer on {self.device}")
+        if not out.is_contiguous:
+            raise ValueError("out must be contiguous (e.g. from new_output)")
         focal = self.rig.focal
         cx, cy = self.rig.principal
         chunk = self.chunk_requests(n)
+        tile = kernels.TILE_PX
+        px_per_view = ((W + tile - 1) // tile) * ((H + tile - 1) // tile) * tile * tile
+        # One ray per pixel (the default) has its own kernel: no sample loop, fewer registers.
+        kernel, pix, ss = kernels.raster_views, 1.0 / focal, []
+        if self.supersample > 1:
+            kernel, pix, ss = kernels.raster_views_ss, 1.0 / (focal * self.supersample), [self.supersample]
         for start in range(0, n, chunk):
             views = min(chunk, n - start) * C
             self._cull(agent_box, light_state, requests, slot_table, start, views, solo_slot=-1)
-            tile = kernels.TILE_PX
-            px_per_view = H * W
-            if self._tile_major:
-                px_per_view = ((W + tile - 1) // tile) * ((H + tile - 1) // tile) * tile * tile
+            for base, count in self._launch_ranges(views, 1):
+                wp.launch(
+                    kernels.view_rays,
+                    dim=count,
+                    inputs=[self._view_origin, self._view_basis, self._view_world, self._view_ground, focal, cx, cy, base],
+                    outputs=[self._view_ray],
+                    device=self.device,
+                )  # fmt: skip
+            rows = out.reshape((n * C, H * W * 3))  # one row per image: a 2-D index per pixel
             mask = self._tile_mask(views)
-            # One ray per pixel (the default) has its own kernel: no sample loop, fewer registers.
-            kernel, ss, order = kernels.raster_views, [], [int(self._tile_major), *kernels.tile_reciprocals(W, H)]
-            if self.supersample > 1:
-                kernel, ss = kernels.raster_views_ss, [self.supersample]
+            mask_rows = mask.reshape((mask.shape[0], mask.shape[1] * mask.shape[2]))
+            rec_rows = self._rec.reshape((self._rec.shape[0], self._rec.shape[1] * self._rec.shape[2]))
             for base, count in self._launch_ranges(views, px_per_view):
                 wp.launch(
                     kernel,
                     dim=count * px_per_view,
                     inputs=[
-                        self._view_origin, self._view_basis, self._view_world, self._view_ground,
-                        self._list_bound.flatten(), self._rec.flatten(), mask.flatten(),
-                        self.list_capacity, mask.shape[2],
-                        self._face_color, self._misc_color,
-                        focal, cx, cy, self.rig.near, self.rig.far,
-                        *ss, int(self.antialias), start * C, base, *order,
+                        self._view_ray, self._list_bound, rec_rows, mask_rows, self._face_color, self._misc_color,
+                        W, H, pix, self.rig.near, self.rig.far, int(self.antialias), start * C, base,
+                        *kernels.tile_reciprocals(W, H), *ss,
                     ],
-                    outputs=[out],
+                    outputs=[rows],
                     device=self.device,
                 )  # fmt: skip
 
@@ -512,13 +519,14 @@ class Renderer:
         if not binned:
             return
         mask = self._tile_mask(views)
-        tiles_x = (self.rig.width + kernels.TILE_PX - 1) // kernels.TILE_PX
-        per_view = (mask.shape[1] // 2) * mask.shape[2]  # a thread writes both bands of a tile
-        for base, count in self._launch_ranges(views, per_view):
+        mask.zero_()
+        tile = kernels.TILE_PX
+        tiles_x, tiles_y = (self.rig.width + tile - 1) // tile, (self.rig.height + tile - 1) // tile
+        for base, count in self._launch_ranges(views, k):
             wp.launch(
-                kernels.bin_tiles,
-                dim=count * per_view,
-                inputs=[self._list_count, self._tile_range, self._entry_edge, tiles_x, base, self._bin_mode],
+                kernels.bin_entries,
+                dim=count * k,
+                inputs=[self._list_count, self._tile_range, self._entry_edge, tiles_x, tiles_y, base, self._bin_mode],
                 outputs=[mask],
                 device=self.device,
             )
