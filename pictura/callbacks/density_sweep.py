@@ -32,12 +32,21 @@ from collections.abc import Sequence
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from pictura.eval.metrics import all_reduce_counters, summarize
+from pictura.eval.metrics import PARTNERS, all_reduce_counters, summarize
 from pictura.eval.policies import argmax_policy, sampled_policy
 from pictura.eval.protocols import IN_DOMAIN_DENSITIES, build_in_domain_env, run_density
 from pictura.eval.report import jsonable, plot_metrics, sweep_names
 
-LOGGED = ("at_fault_collision", "offroad", "red_light", "goals", "km_per_infraction", "collision", "episodes")
+LOGGED = (
+    "at_fault_collision",
+    "offroad",
+    "red_light",
+    "goals",
+    "km_per_infraction",
+    "collision",
+    "episodes",
+    *(f"at_fault_{p}" for p in PARTNERS),
+)
 
 
 class DensitySweep(Callback):

@@ -1,7 +1,7 @@
 """pictura.eval: the paper's driving metrics and evaluation protocols (App. C).
 
-- `metrics`: `EpisodeMetrics` (on-device accumulator), `collision_at_fault`,
-  `all_reduce_counters`, `summarize`, `METRICS`, `COUNTERS`;
+- `metrics`: `EpisodeMetrics` (on-device accumulator), `collision_at_fault`, `collision_partner`,
+  `all_reduce_counters`, `summarize`, `METRICS`, `COUNTERS`, `PARTNERS`;
 - `protocols`: in-domain (`run_in_domain`, `run_density`, `eval_sim_config`) and the WOMD scene
   selection (`womd_selection`, `womd_scenes`; rollouts need log replay, `run_womd` raises);
 - `policies`: random / constant baselines, `load_checkpoint` (argmax policy of a PPO checkpoint);
@@ -13,10 +13,21 @@
 from pictura.eval.metrics import (
     COUNTERS,
     METRICS,
+    PARTNERS,
     EpisodeMetrics,
     all_reduce_counters,
     collision_at_fault,
+    collision_partner,
     summarize,
 )
 
-__all__ = ["COUNTERS", "METRICS", "EpisodeMetrics", "all_reduce_counters", "collision_at_fault", "summarize"]
+__all__ = [
+    "COUNTERS",
+    "METRICS",
+    "PARTNERS",
+    "EpisodeMetrics",
+    "all_reduce_counters",
+    "collision_at_fault",
+    "collision_partner",
+    "summarize",
+]

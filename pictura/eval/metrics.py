@@ -12,6 +12,12 @@ An *infraction* is an at-fault collision, an off-road or a red-light violation. 
 vehicle is not at fault for still ends its episode (the simulator halts it) but is not an
 infraction; it is counted separately as ``collision`` (any collision).
 
+Diagnostics beside the five: what the at-fault collisions hit (`PARTNERS`), as shares of
+episodes that add up to ``at_fault_collision``: ``at_fault_halted`` (an agent already halted by
+an earlier infraction: a wreck, which stays in place as an obstacle), ``at_fault_driving`` (an
+agent not halted), ``at_fault_parked`` (a parked car) and ``at_fault_other`` (no box within
+reach, e.g. a wall).
+
 Everything is a torch tensor on the rollout's device: `EpisodeMetrics.update` never syncs with
 the host. Totals are plain sums (`COUNTERS`), so ranks combine by summing (`all_reduce_counters`)
 and the rates are divided once at the end (`summarize`).
@@ -34,6 +40,9 @@ METRIC_LABELS = {
     "goals": "Goals / veh",
     "km_per_infraction": "km / infr.",
 }
+PARTNERS = ("halted", "driving", "parked", "other")
+"""What an at-fault collision hit (`collision_partner` codes 0..3): an agent halted before the
+step, an agent not halted, a parked car, no box within reach."""
 COUNTERS = (
     "episodes",
     "at_fault_collision",
@@ -43,9 +52,12 @@ COUNTERS = (
     "goals",
     "distance_m",
     "infraction_episodes",
+    *(f"at_fault_{p}" for p in PARTNERS),
 )
 """Raw sums behind the metrics (float64 vector in this order)."""
-(C_EPISODES, C_AT_FAULT, C_COLLISION, C_OFFROAD, C_RED_LIGHT, C_GOALS, C_DISTANCE, C_INFRACTION) = range(len(COUNTERS))
+(C_EPISODES, C_AT_FAULT, C_COLLISION, C_OFFROAD, C_RED_LIGHT, C_GOALS, C_DISTANCE, C_INFRACTION) = range(8)
+C_PARTNER = 8
+"""Index of ``at_fault_halted``; the other `PARTNERS` follow."""
 
 MIN_AT_FAULT_SPEED = 0.2
 """m/s: a colliding vehicle slower than this is not at fault (App. C.1)."""
@@ -82,16 +94,65 @@ def collision_at_fault(
         (S,) bool: collision and at fault.
     """
     S = collision.shape[0]
+    if speed.shape != (S,):
+        raise ValueError(f"speed must be ({S},), got {tuple(speed.shape)}")
+    b, partner, found = _nearest_partner(boxes, S, slots_per_world, parked_per_world)
+    K = slots_per_world
+    W = S // K
+    partner_is_agent = found & (partner < K)
+    h, length = b[:, :K, BOX_HEADING], b[:, :K, BOX_LENGTH]
+    ego = b[:, :K]
+    other = b.gather(1, partner[..., None].expand(-1, -1, BOX_WIDTH))  # (W, K, 8)
+    dx, dy = other[..., BOX_X] - ego[..., BOX_X], other[..., BOX_Y] - ego[..., BOX_Y]
+    rel_x = torch.cos(h) * dx + torch.sin(h) * dy
+    v = speed.reshape(W, K)
+    struck_from_behind = partner_is_agent & (rel_x < -0.5 * length) & (v >= 0)
+    blameless = (v.abs() < min_speed) | struck_from_behind
+    return collision.bool() & ~blameless.reshape(S)
+
+
+def collision_partner(
+    collision: torch.Tensor,
+    boxes: torch.Tensor,
+    halted: torch.Tensor,
+    slots_per_world: int,
+    parked_per_world: int = 0,
+) -> torch.Tensor:
+    """(S,) int64: the `PARTNERS` code of each collision's partner, -1 where ``collision`` is False.
+
+    The partner is the one `collision_at_fault` judges by (the nearest box of the world by the
+    gap between circumscribed circles, |dz| < 4 m). ``halted`` (S,) is the slots' halted flag at
+    the start of the step, so an agent halted by this very collision still counts as driving.
+    """
+    S = collision.shape[0]
+    if halted.shape != (S,):
+        raise ValueError(f"halted must be ({S},), got {tuple(halted.shape)}")
+    _, partner, found = _nearest_partner(boxes, S, slots_per_world, parked_per_world)
+    K = slots_per_world
+    W = S // K
+    slot = partner.clamp(max=K - 1) + K * torch.arange(W, device=boxes.device)[:, None]  # (W, K)
+    code = torch.where(halted.bool()[slot], 0, 1)
+    code = torch.where(partner >= K, 2, code)
+    code = torch.where(found, code, 3)
+    return torch.where(collision.bool(), code.reshape(S), -1)
+
+
+def _nearest_partner(
+    boxes: torch.Tensor, S: int, slots_per_world: int, parked_per_world: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each slot's nearest box of its world (agents and parked cars, not itself, |dz| < 4 m) by the
+    gap between circumscribed circles.
+
+    Returns the boxes regrouped per world ``(W, K + P, 8)``, the partner's index in that row
+    ``(W, K)`` (``>= K``: a parked car) and whether there was one ``(W, K)``."""
     if slots_per_world < 1 or S % slots_per_world:
         raise ValueError(f"slots_per_world={slots_per_world} does not divide the {S} slots")
     K, P, W = slots_per_world, parked_per_world, S // slots_per_world
     if boxes.shape != (S + W * P, BOX_WIDTH):
         raise ValueError(f"boxes must be ({S + W * P}, {BOX_WIDTH}) for {S} slots + {W}x{P} parked, got {tuple(boxes.shape)}")
-    if speed.shape != (S,):
-        raise ValueError(f"speed must be ({S},), got {tuple(speed.shape)}")
     b = boxes.to(torch.float32)
     b = torch.cat([b[:S].reshape(W, K, BOX_WIDTH), b[S:].reshape(W, P, BOX_WIDTH)], dim=1)  # (W, K+P, 8)
-    x, y, z, h = b[..., BOX_X], b[..., BOX_Y], b[..., BOX_Z], b[..., BOX_HEADING]
+    x, y, z = b[..., BOX_X], b[..., BOX_Y], b[..., BOX_Z]
     length, width = b[..., BOX_LENGTH], b[..., BOX_WIDTH_]
     valid = b[..., BOX_KIND] >= 0
     radius = 0.5 * torch.sqrt(length * length + width * width)
@@ -103,14 +164,9 @@ def collision_at_fault(
     self_pair = torch.eye(K, K + P, dtype=torch.bool, device=boxes.device)
     candidate = valid[:, None, :] & ~self_pair & (dz.abs() < Z_TOLERANCE_M)
     gap = torch.where(candidate, gap, torch.full_like(gap, math.inf))
-    partner = gap.argmin(-1, keepdim=True)  # (W, K, 1)
-    partner_is_agent = torch.isfinite(gap.gather(-1, partner)).squeeze(-1) & (partner.squeeze(-1) < K)
-    cos_h, sin_h = torch.cos(h[:, :K]), torch.sin(h[:, :K])
-    rel_x = (cos_h[:, :, None] * dx + sin_h[:, :, None] * dy).gather(-1, partner).squeeze(-1)
-    v = speed.reshape(W, K)
-    struck_from_behind = partner_is_agent & (rel_x < -0.5 * length[:, :K]) & (v >= 0)
-    blameless = (v.abs() < min_speed) | struck_from_behind
-    return collision.bool() & ~blameless.reshape(S)
+    partner = gap.argmin(-1)  # (W, K)
+    found = torch.isfinite(gap.gather(-1, partner[..., None])).squeeze(-1)
+    return b, partner, found
 
 
 class EpisodeMetrics:
@@ -120,7 +176,7 @@ class EpisodeMetrics:
 
         m = EpisodeMetrics(num_slots, device)
         m.start(vehicle & active)                   # spawn
-        for each step: m.update(mask, at_fault, collision, offroad, red_light, goal, distance_m)
+        for each step: m.update(mask, at_fault, collision, offroad, red_light, goal, distance_m, partner)
         m.finish()                                  # scenario end: close every open episode
         summarize(all_reduce_counters(m.counters))
 
@@ -137,6 +193,8 @@ class EpisodeMetrics:
         self.open = torch.zeros(num_slots, dtype=torch.bool, device=dev)
         # per open episode: (S, 5) bool at_fault, collision, offroad, red_light, infraction
         self._flags = torch.zeros(num_slots, 5, dtype=torch.bool, device=dev)
+        # per open episode: (S, len(PARTNERS)) bool, what its at-fault collision hit
+        self._partner = torch.zeros(num_slots, len(PARTNERS), dtype=torch.bool, device=dev)
         self._goals = torch.zeros(num_slots, dtype=torch.float64, device=dev)
         self._distance = torch.zeros(num_slots, dtype=torch.float64, device=dev)
 
@@ -159,8 +217,10 @@ class EpisodeMetrics:
         red_light: torch.Tensor,
         goal: torch.Tensor,
         distance_m: torch.Tensor,
+        partner: torch.Tensor | None = None,
     ) -> None:
-        """Add one step of events (bool or 0/1), goals reached (count) and metres driven."""
+        """Add one step of events (bool or 0/1), goals reached (count) and metres driven;
+        ``partner`` (S,) int: `collision_partner` codes (None: the at-fault partner counters stay 0)."""
         live = self._check(mask, "mask").bool() & self.open
         events = torch.stack(
             [
@@ -174,6 +234,10 @@ class EpisodeMetrics:
         infraction = events[:, 0] | events[:, 2] | events[:, 3]
         events = torch.cat([events, infraction[:, None]], dim=1) & live[:, None]
         self._flags |= events
+        if partner is not None:
+            codes = torch.arange(len(PARTNERS), device=self.device)
+            hit = self._check(partner, "partner")[:, None] == codes[None, :]
+            self._partner |= hit & events[:, :1]
         zero = torch.zeros((), dtype=torch.float64, device=self.device)
         self._goals += torch.where(live, self._check(goal, "goal").to(torch.float64), zero)
         self._distance += torch.where(live, self._check(distance_m, "distance_m").to(torch.float64), zero)
@@ -191,9 +255,11 @@ class EpisodeMetrics:
         self.counters[C_INFRACTION] += flags[:, 4].sum()
         self.counters[C_GOALS] += (self._goals * w).sum()
         self.counters[C_DISTANCE] += (self._distance * w).sum()
+        self.counters[C_PARTNER : C_PARTNER + len(PARTNERS)] += (self._partner.to(torch.float64) * w[:, None]).sum(0)
         keep = ~closing
         self.open &= keep
         self._flags &= keep[:, None]
+        self._partner &= keep[:, None]
         self._goals *= keep
         self._distance *= keep
 
@@ -233,6 +299,8 @@ def summarize(counters: torch.Tensor) -> dict[str, float]:
     else:
         out["km_per_infraction"] = km / c["infraction_episodes"]
     out["collision"] = c["collision"] / n if n > 0 else math.nan
+    for p in PARTNERS:
+        out[f"at_fault_{p}"] = c[f"at_fault_{p}"] / n if n > 0 else math.nan
     out["episodes"] = n
     out["infraction_episodes"] = c["infraction_episodes"]
     out["distance_km"] = km

@@ -23,7 +23,7 @@ import torch
 import warp as wp
 from tensordict import TensorDictBase
 
-from pictura.eval.metrics import EpisodeMetrics, collision_at_fault
+from pictura.eval.metrics import EpisodeMetrics, collision_at_fault, collision_partner
 from pictura.maps import CARLA_TOWNS, Scenario, data_root, load
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE
 from pictura.sim import EVENTS, SimConfig
@@ -217,6 +217,7 @@ def rollout_scenarios(
     prev_speed = wp.to_torch(st.speed).clone()
     prev_box = wp.to_torch(st.agent_box).clone()
     prev_distance = wp.to_torch(st.distance).clone()
+    prev_halted = wp.to_torch(st.halted).clone()
     for _ in range(steps):
         td.set("action", policy(td["observation"]))
         td = env.step(td)["next"]
@@ -234,6 +235,7 @@ def rollout_scenarios(
         )
         collision = events[:, _E_COLLISION] & counted
         at_fault = collision_at_fault(collision, prev_speed, box, slots_per_world, parked_per_world)
+        partner = collision_partner(at_fault, box, prev_halted, slots_per_world, parked_per_world)
         metrics.update(
             counted,
             at_fault,
@@ -242,12 +244,14 @@ def rollout_scenarios(
             events[:, _E_RED_LIGHT],
             events[:, _E_GOAL].to(torch.float32),
             step_distance,
+            partner,
         )
         live_world &= ~world_reset
         counted = counted & wp.to_torch(st.active).bool() & live_world[world_id]
         prev_speed = wp.to_torch(st.speed).clone()
         prev_box = box_now.clone()
         prev_distance = distance_now.clone()
+        prev_halted = wp.to_torch(st.halted).clone()
     metrics.finish()
 
 

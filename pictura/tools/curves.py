@@ -151,7 +151,12 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path):
         scale = 100.0 if metric in PERCENT_METRICS else 1.0
         for name, records in runs.items():
             x = [r["agent_steps"] / 1e6 if by_steps else r["iteration"] for r in records]
-            ax.plot(x, [scale * density_mean(r, metric) for r in records], marker="o", label=name)
+            (line,) = ax.plot(x, [scale * density_mean(r, metric) for r in records], marker="o", label=name)
+            wrecks = [scale * density_mean(r, "at_fault_halted") for r in records]
+            if metric == "at_fault_collision" and any(math.isfinite(w) for w in wrecks):
+                # the share spent on halted wrecks (`pictura.eval.metrics.PARTNERS`), if recorded
+                ax.plot(x, wrecks, linestyle="--", color=line.get_color(), label=f"{name}: on halted wrecks")
+                ax.legend(fontsize=6)
         ax.set_title(METRIC_LABELS[metric], fontsize=9)
         ax.set_xlabel("agent-steps trained (M)" if by_steps else "PPO iteration", fontsize=8)
         ax.grid(alpha=0.3)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pictura.envs import DrivingEnv
-from pictura.eval.metrics import COUNTERS, EpisodeMetrics
+from pictura.eval.metrics import COUNTERS, PARTNERS, EpisodeMetrics
 from pictura.eval.policies import random_policy
 from pictura.eval.protocols import build_in_domain_env, eval_sim_config, rollout_scenarios, run_density
 from pictura.render import CameraRig
@@ -32,10 +32,8 @@ def host_copy(env) -> dict[str, np.ndarray]:
 
 
 def _at_fault_reference(s, boxes, speed, world, K, S, P):
-    """Loop version of App. C.1's rule (see `collision_at_fault`)."""
+    """Loop version of App. C.1's rule (see `collision_at_fault`): (at fault, partner row or None)."""
     v = float(speed[s])
-    if abs(v) < 0.2:
-        return False
     rows = list(range(world * K, world * K + K)) + list(range(S + world * P, S + world * P + P))
     x, y, z, h, L, Wd = (float(boxes[s, i]) for i in range(6))
     best, partner = math.inf, None
@@ -47,10 +45,12 @@ def _at_fault_reference(s, boxes, speed, world, K, S, P):
         )
         if gap < best:
             best, partner = gap, r
+    if abs(v) < 0.2:
+        return False, partner
     if partner is None or partner >= S:
-        return True
+        return True, partner
     rel_x = math.cos(h) * (boxes[partner, 0] - x) + math.sin(h) * (boxes[partner, 1] - y)
-    return not (rel_x < -0.5 * L and v >= 0)
+    return not (rel_x < -0.5 * L and v >= 0), partner
 
 
 def test_rollout_counters_match_a_numpy_loop_over_the_states(env):
@@ -88,9 +88,18 @@ def test_rollout_counters_match_a_numpy_loop_over_the_states(env):
             boxes = prev["agent_box"] if reset else cur["agent_box"]
             if collision:
                 ref["collision"] += 1
-                if _at_fault_reference(s, boxes, prev["speed"], w, K, S, P):
+                at_fault, partner = _at_fault_reference(s, boxes, prev["speed"], w, K, S, P)
+                if at_fault:
                     ref["at_fault_collision"] += 1
                     infracted[s] = True
+                    if partner is None:
+                        ref["at_fault_other"] += 1
+                    elif partner >= S:
+                        ref["at_fault_parked"] += 1
+                    elif prev["halted"][partner]:
+                        ref["at_fault_halted"] += 1
+                    else:
+                        ref["at_fault_driving"] += 1
             if offroad:
                 ref["offroad"] += 1
                 infracted[s] = True
@@ -104,6 +113,7 @@ def test_rollout_counters_match_a_numpy_loop_over_the_states(env):
 
     got = dict(zip(COUNTERS, metrics.counters.tolist(), strict=True))
     assert ref["episodes"] > 0 and ref["distance_m"] > 0
+    assert ref["at_fault_collision"] > 0 and sum(ref[f"at_fault_{p}"] for p in PARTNERS) == ref["at_fault_collision"]
     for key in COUNTERS:
         assert got[key] == pytest.approx(ref[key], rel=1e-5, abs=1e-3), key
 

@@ -12,6 +12,7 @@ from pictura.eval.metrics import (
     EpisodeMetrics,
     all_reduce_counters,
     collision_at_fault,
+    collision_partner,
     summarize,
 )
 from pictura.maps.roadmap import AGENT_PEDESTRIAN, AGENT_VEHICLE
@@ -60,6 +61,20 @@ def test_parked_car_behind_does_not_strike_and_other_worlds_are_ignored():
     # ego 0's partner is the parked car (static): at fault; ego 2's only partner is its own
     # parked car 50 m away sideways (not behind): at fault; ego 0 of world 0 is not behind ego 2.
     assert collision_at_fault(collision, speed, boxes, 2, parked_per_world=1).tolist() == [True, False, True, False]
+
+
+def test_collision_partner_names_what_was_hit():
+    # world 0 (3 slots + 1 parked row): ego 0 next to slot 1, which halted earlier; slot 1's
+    # nearest is ego 0 (not halted); slot 2 sits beside the world's parked car.
+    # world 1: slot 3 alone (no other box: a wall, say); slot 4 collides with nothing.
+    boxes = torch.tensor(
+        [box(0, 0), box(4.0, 0.5), box(50.0, 0), box(0, 0), EMPTY, EMPTY, box(54.0, 0.0), box(0, 90.0)]
+    )  # 2 worlds x 3 slots, then 1 parked row per world
+    boxes[7, 2] = 10.0  # world 1's parked car is on an overpass: out of reach
+    halted = torch.tensor([0, 1, 0, 0, 0, 0])
+    collision = torch.tensor([True, True, True, True, False, False])
+    got = collision_partner(collision, boxes, halted, 3, parked_per_world=1).tolist()
+    assert got == [0, 1, 2, 3, -1, -1]  # halted agent, driving agent, parked car, nothing, no collision
 
 
 def test_at_fault_rejects_a_box_array_of_the_wrong_size():

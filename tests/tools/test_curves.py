@@ -78,3 +78,18 @@ def test_training_scalars_from_tensorboard_events(tmp_path, capsys):
     assert (tmp_path / "t.png").stat().st_size > 0
     with pytest.raises(FileNotFoundError, match="no TensorBoard event files"):
         read_training_scalars(tmp_path / "missing")
+
+
+def test_at_fault_panel_shows_the_share_on_halted_wrecks(tmp_path):
+    records = [_record(0, 0, {"60": 0.0, "120": 0.0}, 0.2), _record(4, 8_000_000, {"60": 1.0, "120": 1.0}, 0.3)]
+    for r, wrecks in zip(records, ((0.05, 0.15), (0.2, 0.1)), strict=True):
+        for d, w in zip(("60", "120"), wrecks, strict=True):
+            r["results"][d]["at_fault_halted"] = w
+    fig = curves.plot_curves({"alberti": records}, tmp_path / "c.png")
+    ax = fig.axes[curves.CURVE_METRICS.index("at_fault_collision")]
+    lines = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
+    assert lines["alberti"] == pytest.approx([20.0, 30.0])
+    assert lines["alberti: on halted wrecks"] == pytest.approx([10.0, 15.0])  # density means, percent
+    # records without the breakdown (older runs) draw the total alone
+    bare = curves.plot_curves({"old": [_record(0, 0, {"60": 0.0})]}, tmp_path / "d.png")
+    assert [line.get_label() for line in bare.axes[1].get_lines()] == ["old"]
