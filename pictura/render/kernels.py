@@ -1454,7 +1454,7 @@ def trace_ray(
     nf = int(0)
     t_opaque = float(1.0e30)
     done = int(0)
-    words = (list_bound.shape[1] + 31) / 32
+    words = mask_words(list_bound.shape[1])
     for wd in range(words):
         bits = tile_mask[v, band * words + wd]
         if done == 1:
@@ -1576,9 +1576,15 @@ def band_index(px: int, py: int, width: int) -> int:
 
 
 @wp.func
+def mask_words(capacity: int) -> int:
+    """uint32 words of one band's mask: a bit per list entry."""
+    return (capacity + 31) / 32
+
+
+@wp.func
 def band_is_empty(tile_mask: wp.array2d(dtype=wp.uint32), v: int, band: int, capacity: int) -> bool:
     """No list entry is binned to ``band`` of view v."""
-    words = (capacity + 31) / 32
+    words = mask_words(capacity)
     bits = wp.uint32(0)
     for wd in range(words):
         bits = bits | tile_mask[v, band * words + wd]
@@ -1622,6 +1628,13 @@ def view_rays(
     ray_out[v, 0] = wp.vec4(a[0], a[1], a[2], ground)
     ray_out[v, 1] = wp.vec4(-b[1][0], -b[1][1], -b[1][2], valid)
     ray_out[v, 2] = wp.vec4(-b[2][0], -b[2][1], -b[2][2], 0.0)
+
+
+@wp.func
+def pixel_ray(r0: wp.vec4, r1: wp.vec4, r2: wp.vec4, u: float, w: float) -> wp.vec3:
+    """Unit ray through image point (u, w) (pixel (px, py)'s centre at u = px, w = py) of the
+    view whose `view_rays` frame is (r0, r1, r2)."""
+    return unit(wp.vec3(r0[0], r0[1], r0[2]) + u * wp.vec3(r1[0], r1[1], r1[2]) + w * wp.vec3(r2[0], r2[1], r2[2]))
 
 
 @wp.func
@@ -1679,9 +1692,7 @@ def raster_views(
         return
     r0 = view_ray[v, 0]
     r2 = view_ray[v, 2]
-    d = unit(
-        wp.vec3(r0[0], r0[1], r0[2]) + float(px) * wp.vec3(r1[0], r1[1], r1[2]) + float(py) * wp.vec3(r2[0], r2[1], r2[2])
-    )
+    d = pixel_ray(r0, r1, r2, float(px), float(py))
     band = band_index(px, py, width)
     bg = ray_background(d, r0[3])
     if band_is_empty(tile_mask, v, band, list_bound.shape[1]):
@@ -1738,9 +1749,7 @@ def raster_views_ss(
             # sub-pixel centres, relative to the pixel centre that r0 points through
             u = float(px) + (float(sx) + 0.5) / ss - 0.5
             w = float(py) + (float(sy) + 0.5) / ss - 0.5
-            d = unit(
-                wp.vec3(r0[0], r0[1], r0[2]) + u * wp.vec3(r1[0], r1[1], r1[2]) + w * wp.vec3(r2[0], r2[1], r2[2])
-            )
+            d = pixel_ray(r0, r1, r2, u, w)
             color += trace_ray(
                 v, d, rec, list_bound, tile_mask, band, face_color, misc_color, ray_background(d, r0[3]), pix,
                 near, far, antialias,

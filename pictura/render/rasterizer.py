@@ -260,6 +260,7 @@ class Renderer:
         kernel, pix, ss = kernels.raster_views, 1.0 / focal, []
         if self.supersample > 1:
             kernel, pix, ss = kernels.raster_views_ss, 1.0 / (focal * self.supersample), [self.supersample]
+        rows = out.reshape((n * C, H * W * 3))  # one row per image: a 2-D index per pixel
         for start in range(0, n, chunk):
             views = min(chunk, n - start) * C
             self._cull(agent_box, light_state, requests, slot_table, start, views, solo_slot=-1)
@@ -271,7 +272,6 @@ class Renderer:
                     outputs=[self._view_ray],
                     device=self.device,
                 )  # fmt: skip
-            rows = out.reshape((n * C, H * W * 3))  # one row per image: a 2-D index per pixel
             mask = self._tile_mask(views)
             mask_rows = mask.reshape((mask.shape[0], mask.shape[1] * mask.shape[2]))
             rec_rows = self._rec.reshape((self._rec.shape[0], self._rec.shape[1] * self._rec.shape[2]))

@@ -152,9 +152,11 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path):
         for name, records in runs.items():
             x = [r["agent_steps"] / 1e6 if by_steps else r["iteration"] for r in records]
             (line,) = ax.plot(x, [scale * density_mean(r, metric) for r in records], marker="o", label=name)
+            if metric != "at_fault_collision":
+                continue
+            # the share spent on halted wrecks (`pictura.eval.metrics.PARTNERS`), if recorded
             wrecks = [scale * density_mean(r, "at_fault_halted") for r in records]
-            if metric == "at_fault_collision" and any(math.isfinite(w) for w in wrecks):
-                # the share spent on halted wrecks (`pictura.eval.metrics.PARTNERS`), if recorded
+            if any(math.isfinite(w) for w in wrecks):
                 ax.plot(x, wrecks, linestyle="--", color=line.get_color(), label=f"{name}: on halted wrecks")
                 ax.legend(fontsize=6)
         ax.set_title(METRIC_LABELS[metric], fontsize=9)
