@@ -103,8 +103,17 @@ BIN_MARGIN_PX = 1.5
 """Screen margin (px) around a primitive's projected outline when binning it to tiles."""
 _MARGIN = wp.constant(BIN_MARGIN_PX)
 _EDGES = wp.constant(4)
-REC_WORDS = 3
-"""vec4 words of one (view, list entry) record (`entry_setup`)."""
+
+
+@wp.struct
+class EntryRecord:
+    """One (view, list entry) record (`entry_setup`): three words of per-pixel data and the
+    entry's depth bound, so the raster finds all four at one address."""
+
+    r0: wp.vec4
+    r1: wp.vec4
+    r2: wp.vec4
+    bound: wp.float32
 
 
 @wp.func
@@ -118,7 +127,7 @@ def coverage(sd: float, footprint: float, antialias: int) -> float:
         # sd / footprint >= 1 (footprint > 0, division rounds monotonically): the clamp gives 0;
         # skipping the division keeps the result bit for bit.
         return 0.0
-    return wp.clamp(0.5 - wp.div_approx(sd, footprint), 0.0, 1.0)
+    return wp.clamp(0.5 - sd / footprint, 0.0, 1.0)
 
 
 @wp.func
@@ -937,6 +946,7 @@ def entry_setup(
     view_world: wp.array(dtype=wp.int32),
     list_ref: wp.array2d(dtype=wp.int32),
     list_count: wp.array(dtype=wp.int32),
+    list_bound: wp.array2d(dtype=wp.float32),
     agent_box: wp.array3d(dtype=wp.float32),
     light_state: wp.array2d(dtype=wp.int32),
     world_light_start: wp.array(dtype=wp.int32),
@@ -962,13 +972,14 @@ def entry_setup(
     view_base: int,
     # outputs: the entry's record (see `trace_ray`); with bin = 1 also its inclusive tile range
     # (tx0, ty0, tx1, ty1), empty = (1, 1, 0, 0), and up to _EDGES screen edge lines
-    rec_out: wp.array3d(dtype=wp.vec4),
+    rec_out: wp.array2d(dtype=EntryRecord),
     tile_range_out: wp.array2d(dtype=wp.vec4i),
     edge_out: wp.array3d(dtype=wp.vec3),
 ):
     """Thread per (view, list entry): everything per-pixel work needs, relative to the camera.
 
-    Records (3 x vec4; o = camera centre, all positions relative to it):
+    Records (`EntryRecord`: r0, r1, r2 and the list bound; o = camera centre, all positions
+    relative to it):
       agent  (ol, cos h) (half extents, sin h) (agent kind, -, -, R); ol = camera in box frame
       line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, reject margin) (colour, R)
       wall   (a - o, u_x) (u_y, length, b_z - a_z, height) (-, -, -, R)
@@ -992,6 +1003,9 @@ def entry_setup(
         for e in range(_EDGES):
             edge_out[v, k, e] = wp.vec3(0.0, 0.0, 1.0)
     rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
+    r0 = wp.vec4(0.0)
+    r1 = wp.vec4(0.0)
+    r2 = wp.vec4(0.0)
     if kind == _REF_AGENT:
         ca = wp.cos(agent_box[step, i, 3])
         sa = wp.sin(agent_box[step, i, 3])
@@ -999,9 +1013,9 @@ def entry_setup(
         rx = o[0] - agent_box[step, i, 0]
         ry = o[1] - agent_box[step, i, 1]
         rz = o[2] - (agent_box[step, i, 2] + 0.5 * bh)
-        rec_out[v, k, 0] = wp.vec4(ca * rx + sa * ry, -sa * rx + ca * ry, rz, ca)
-        rec_out[v, k, 1] = wp.vec4(0.5 * agent_box[step, i, 4], 0.5 * agent_box[step, i, 5], 0.5 * bh, sa)
-        rec_out[v, k, 2] = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, float(kind))
+        r0 = wp.vec4(ca * rx + sa * ry, -sa * rx + ca * ry, rz, ca)
+        r1 = wp.vec4(0.5 * agent_box[step, i, 4], 0.5 * agent_box[step, i, 5], 0.5 * bh, sa)
+        r2 = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, float(kind))
         if bin == 1:
             rect = box_rect(agent_box, step, i, o, basis, focal, cx, cy, clip)
     elif kind == _REF_LINE:
@@ -1015,11 +1029,11 @@ def entry_setup(
         zm = 0.5 * (a[2] + b[2])
         hw = line_half_width[i]
         col = line_color[line_kind[i]]
-        rec_out[v, k, 0] = wp.vec4(a[0] - o[0], a[1] - o[1], ux, uy)
+        r0 = wp.vec4(a[0] - o[0], a[1] - o[1], ux, uy)
         # r1[3]: the half width plus a rounding slack for `line_fragment`'s early reject.
         slack = hw + _REJECT_SLACK * (wp.abs(a[0] - o[0]) + wp.abs(a[1] - o[1]) + 1.0)
-        rec_out[v, k, 1] = wp.vec4(seg_len, zm - o[2], hw, slack)
-        rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], float(kind))
+        r1 = wp.vec4(seg_len, zm - o[2], hw, slack)
+        r2 = wp.vec4(col[0], col[1], col[2], float(kind))
         if bin == 1:
             # The drawn capsule (round caps) on its plane z = zm.
             du = wp.vec3(ux * hw, uy * hw, 0.0)
@@ -1039,9 +1053,9 @@ def entry_setup(
         else:
             seg_len = 0.0
         h = wall_height[i]
-        rec_out[v, k, 0] = wp.vec4(a[0] - o[0], a[1] - o[1], a[2] - o[2], ux)
-        rec_out[v, k, 1] = wp.vec4(uy, seg_len, b[2] - a[2], h)
-        rec_out[v, k, 2] = wp.vec4(0.0, 0.0, 0.0, float(kind))
+        r0 = wp.vec4(a[0] - o[0], a[1] - o[1], a[2] - o[2], ux)
+        r1 = wp.vec4(uy, seg_len, b[2] - a[2], h)
+        r2 = wp.vec4(0.0, 0.0, 0.0, float(kind))
         if bin == 1 and seg_len > 0.0:
             hz = wp.vec3(0.0, 0.0, h)
             rect = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, v, k, edge_out)
@@ -1050,9 +1064,9 @@ def entry_setup(
         hd = light_heading[i]
         state = wp.clamp(light_state[step, world_light_start[view_world[v]] + light_local[i]], 0, 3)
         col = light_color[state]
-        rec_out[v, k, 0] = wp.vec4(p[0] - o[0], p[1] - o[1], p[2] - o[2], wp.cos(hd))
-        rec_out[v, k, 1] = wp.vec4(wp.sin(hd), light_visibility(p, hd, o), 0.0, 0.0)
-        rec_out[v, k, 2] = wp.vec4(col[0], col[1], col[2], float(kind))
+        r0 = wp.vec4(p[0] - o[0], p[1] - o[1], p[2] - o[2], wp.cos(hd))
+        r1 = wp.vec4(wp.sin(hd), light_visibility(p, hd, o), 0.0, 0.0)
+        r2 = wp.vec4(col[0], col[1], col[2], float(kind))
         if bin == 1:
             # A sphere-ish bound of the disk (any orientation); the whole screen if it reaches
             # behind the clip plane.
@@ -1065,6 +1079,12 @@ def entry_setup(
                         rect = wp.vec4(-_FULL, -_FULL, _FULL, _FULL)
                     else:
                         rect = rect_add(rect, q, focal, cx, cy)
+    entry = EntryRecord()
+    entry.r0 = r0
+    entry.r1 = r1
+    entry.r2 = r2
+    entry.bound = list_bound[v, k]
+    rec_out[v, k] = entry
     if bin == 0:
         return
     m = _MARGIN
@@ -1165,7 +1185,7 @@ def box_fragment(
     for ax in range(3):
         side = wp.sign(ol[ax])
         if wp.abs(ol[ax]) > e[ax] and dl[ax] * side < 0.0:
-            t = wp.div_approx(side * e[ax] - ol[ax], dl[ax])
+            t = (side * e[ax] - ol[ax]) / dl[ax]
             if t >= near and t <= far:
                 p = ol + t * dl
                 sd = float(-1.0e30)
@@ -1184,46 +1204,14 @@ def box_fragment(
                         best_t = t
     if cov_sum <= 0.0:
         return vec5(0.0)
-    col = col * wp.div_approx(depth_shade(best_t), cov_sum)
+    col = col * (depth_shade(best_t) / cov_sum)
     return vec5(best_t, col[0], col[1], col[2], wp.min(cov_sum, 1.0))
-
-
-@wp.func
-def box_cover(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float, far: float, antialias: int) -> wp.vec2:
-    """`box_fragment`'s (t, alpha) without its colour: the same tests and arithmetic."""
-    ca = r0[3]
-    sa = r1[3]
-    ol = wp.vec3(r0[0], r0[1], r0[2])
-    e = wp.vec3(r1[0], r1[1], r1[2])
-    dl = wp.vec3(ca * d[0] + sa * d[1], -sa * d[0] + ca * d[1], d[2])
-    cov_sum = float(0.0)
-    best_cov = float(-1.0)
-    best_t = float(0.0)
-    for ax in range(3):
-        side = wp.sign(ol[ax])
-        if wp.abs(ol[ax]) > e[ax] and dl[ax] * side < 0.0:
-            t = wp.div_approx(side * e[ax] - ol[ax], dl[ax])
-            if t >= near and t <= far:
-                p = ol + t * dl
-                sd = float(-1.0e30)
-                for j in range(3):
-                    if j != ax:
-                        sd = wp.max(sd, wp.abs(p[j]) - e[j])
-                cov = coverage(sd, t * pix, antialias)
-                if cov > 0.0:
-                    cov_sum += cov
-                    if cov > best_cov:
-                        best_cov = cov
-                        best_t = t
-    if cov_sum <= 0.0:
-        return wp.vec2(0.0)
-    return wp.vec2(best_t, wp.min(cov_sum, 1.0))
 
 
 @wp.func
 def box_filter(x: float, lo: float, hi: float, fp: float) -> float:
     """Fraction of the interval [x - fp / 2, x + fp / 2] inside [lo, hi]."""
-    return wp.div_approx(wp.max(0.0, wp.min(x + 0.5 * fp, hi) - wp.max(x - 0.5 * fp, lo)), fp)
+    return wp.max(0.0, wp.min(x + 0.5 * fp, hi) - wp.max(x - 0.5 * fp, lo)) / fp
 
 
 @wp.func
@@ -1233,7 +1221,7 @@ def ground_frame(d: wp.vec3, pix: float) -> wp.vec3:
     gy = float(0.0)
     hxy = wp.sqrt(d[0] * d[0] + d[1] * d[1])
     if hxy > 1.0e-9:
-        inv = wp.div_approx(1.0, hxy)
+        inv = 1.0 / hxy
         gx = d[0] * inv
         gy = d[1] * inv
     return wp.vec3(gx, gy, wp.abs(d[2]) + 0.5 * pix)
@@ -1267,7 +1255,7 @@ def line_fragment(
             q = g_n * g_n + wp.max(1.0 - g_n * g_n, 0.0) * (g[2] * g[2])
             if 4.0 * lead * lead * (g[2] * g[2]) > _REJECT_MARGIN * hp * hp * q:
                 return wp.vec2(0.0)
-    t = wp.div_approx(r1[1], d[2])
+    t = r1[1] / d[2]
     if t < near or t > far:
         return wp.vec2(0.0)
     seg_len = r1[0]
@@ -1294,7 +1282,7 @@ def line_fragment(
         gy = g[1]
         inv_g = g[2]  # 1 / S
         g_n = wp.abs(-uy * gx + ux * gy)
-        fp_n = t * pix * wp.sqrt(wp.div_approx(g_n * g_n, inv_g * inv_g) + wp.max(1.0 - g_n * g_n, 0.0))
+        fp_n = t * pix * wp.sqrt((g_n * g_n) / (inv_g * inv_g) + wp.max(1.0 - g_n * g_n, 0.0))
         cov_n = box_filter(s_n, -hw, hw, fp_n)
         if cov_n <= 0.0:
             # Outside the strip (nearly every line test): the product below would be 0 exactly.
@@ -1306,8 +1294,8 @@ def line_fragment(
         r_p = -rx * gy + ry * gx
         su_len = wp.sqrt(u_g * u_g + u_p * u_p)
         tp = t * pix
-        inv_tp = wp.div_approx(1.0, tp)
-        s_su = wp.div_approx(r_g * u_g + r_p * u_p, su_len) * inv_tp
+        inv_tp = 1.0 / tp
+        s_su = (r_g * u_g + r_p * u_p) / su_len * inv_tp
         cov = cov_n * box_filter(s_su, 0.0, seg_len * su_len * inv_tp, 1.0)
     return wp.vec2(t, wp.min(cov, 1.0))
 
@@ -1323,11 +1311,11 @@ def wall_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float,
     dn = -uy * d[0] + ux * d[1]
     if wp.abs(dn) < 1.0e-9:
         return wp.vec3(0.0)
-    t = wp.div_approx(-uy * r0[0] + ux * r0[1], dn)
+    t = (-uy * r0[0] + ux * r0[1]) / dn
     if t < near or t > far:
         return wp.vec3(0.0)
     along = (t * d[0] - r0[0]) * ux + (t * d[1] - r0[1]) * uy
-    zb = r0[2] + r1[2] * wp.div_approx(along, seg_len)
+    zb = r0[2] + r1[2] * (along / seg_len)
     pz = t * d[2]
     sd = wp.max(wp.max(-along, along - seg_len), wp.max(zb - pz, pz - (zb + r1[3])))
     return wp.vec3(t, coverage(sd, t * pix, antialias), depth_shade(t) * (0.75 + 0.25 * wp.abs(dn)))
@@ -1342,7 +1330,7 @@ def light_fragment(r0: wp.vec4, r1: wp.vec4, d: wp.vec3, pix: float, near: float
     dn = r0[3] * d[0] + r1[0] * d[1]
     if wp.abs(dn) < 1.0e-9:
         return wp.vec2(0.0)
-    t = wp.div_approx(r0[3] * r0[0] + r1[0] * r0[1], dn)
+    t = (r0[3] * r0[0] + r1[0] * r0[1]) / dn
     if t < near or t > far:
         return wp.vec2(0.0)
     sd = wp.length(t * d - wp.vec3(r0[0], r0[1], r0[2])) - _LIGHT_RADIUS
@@ -1356,6 +1344,7 @@ def record_fragment(
     r2: wp.vec4,
     kind: int,
     d: wp.vec3,
+    g: wp.vec3,
     face_color: wp.array(dtype=wp.vec3),
     wall_color: wp.vec3,
     pix: float,
@@ -1363,7 +1352,8 @@ def record_fragment(
     far: float,
     antialias: int,
 ) -> vec5:
-    """The fragment a record (r0, r1, r2) of REF_* ``kind`` leaves on the ray (alpha 0 = none)."""
+    """The fragment (t, r, g, b, alpha) a record (r0, r1, r2) of REF_* ``kind`` leaves on the
+    ray (alpha 0 = none); ``g`` = `ground_frame` (d, pix), computed once per ray by the caller."""
     if kind == _REF_AGENT:
         return box_fragment(r0, r1, int(r2[0]), d, face_color, pix, near, far, antialias)
     if kind == _REF_WALL:
@@ -1374,7 +1364,7 @@ def record_fragment(
         return vec5(fw[0], cw[0], cw[1], cw[2], fw[1])
     f = wp.vec2(0.0)
     if kind == _REF_LINE:
-        f = line_fragment(r0, r1, d, ground_frame(d, pix), pix, near, far, antialias)
+        f = line_fragment(r0, r1, d, g, pix, near, far, antialias)
     else:
         f = light_fragment(r0, r1, d, pix, near, far, antialias)
     if f[1] <= 0.0:
@@ -1383,27 +1373,10 @@ def record_fragment(
 
 
 @wp.func
-def record_cover(
-    r0: wp.vec4, r1: wp.vec4, kind: int, d: wp.vec3, g: wp.vec3, pix: float, near: float, far: float, antialias: int
-) -> wp.vec2:
-    """(t, alpha) of `record_fragment`, without the colour work (face colours, shading);
-    ``g`` = `ground_frame` (d, pix)."""
-    if kind == _REF_AGENT:
-        return box_cover(r0, r1, d, pix, near, far, antialias)
-    if kind == _REF_WALL:
-        fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
-        return wp.vec2(fw[0], fw[1])
-    if kind == _REF_LINE:
-        return line_fragment(r0, r1, d, g, pix, near, far, antialias)
-    return light_fragment(r0, r1, d, pix, near, far, antialias)
-
-
-@wp.func
 def entry_fragment(
-    rec: wp.array3d(dtype=wp.vec4),
+    rec: wp.array2d(dtype=EntryRecord),
     v: int,
     k: int,
-    kind: int,
     d: wp.vec3,
     face_color: wp.array(dtype=wp.vec3),
     wall_color: wp.vec3,
@@ -1413,15 +1386,45 @@ def entry_fragment(
     antialias: int,
 ) -> vec5:
     """The fragment list entry k of view v leaves on the ray (alpha 0 = none)."""
-    return record_fragment(rec[v, k, 0], rec[v, k, 1], rec[v, k, 2], kind, d, face_color, wall_color, pix, near, far, antialias)
+    e = rec[v, k]
+    return record_fragment(
+        e.r0, e.r1, e.r2, int(e.r2[3]), d, ground_frame(d, pix), face_color, wall_color, pix, near, far, antialias
+    )
+
+
+COLOR_BITS = 10
+"""Bits per channel of a fragment colour while it waits in `trace_ray`'s buffer (three channels
+in one int32): 4x finer than the 8-bit output, so a colour moves the composite by at most
+1 / 2046 (1/8 of an output level) before the final rounding."""
+_COLOR_LEVELS = wp.constant(float((1 << COLOR_BITS) - 1))
+_COLOR_MASK = wp.constant((1 << COLOR_BITS) - 1)
+_COLOR_BITS = wp.constant(COLOR_BITS)
+
+
+@wp.func
+def pack_color(c: wp.vec3) -> int:
+    """Colour (channels in [0, 1]) -> one int: COLOR_BITS per channel, red lowest."""
+    r = int(wp.clamp(c[0], 0.0, 1.0) * _COLOR_LEVELS + 0.5)
+    gr = int(wp.clamp(c[1], 0.0, 1.0) * _COLOR_LEVELS + 0.5)
+    b = int(wp.clamp(c[2], 0.0, 1.0) * _COLOR_LEVELS + 0.5)
+    return r | (gr << _COLOR_BITS) | (b << (2 * _COLOR_BITS))
+
+
+@wp.func
+def unpack_color(p: int) -> wp.vec3:
+    """`pack_color` inverse (to the nearest level)."""
+    inv = 1.0 / _COLOR_LEVELS
+    return wp.vec3(
+        float(p & _COLOR_MASK) * inv, float((p >> _COLOR_BITS) & _COLOR_MASK) * inv,
+        float((p >> (2 * _COLOR_BITS)) & _COLOR_MASK) * inv,
+    )  # fmt: skip
 
 
 @wp.func
 def trace_ray(
     v: int,
     d: wp.vec3,
-    rec: wp.array2d(dtype=wp.vec4),
-    list_bound: wp.array2d(dtype=wp.float32),
+    rec: wp.array2d(dtype=EntryRecord),
     tile_mask: wp.array2d(dtype=wp.uint32),
     band: int,
     face_color: wp.array(dtype=wp.vec3),
@@ -1433,28 +1436,30 @@ def trace_ray(
     antialias: int,
 ) -> wp.vec3:
     """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
-    ground (``on_ground`` = 1) or the sky; palette colours are read after the walk (registers).
+    ground (``on_ground`` = 1) or the sky.
 
-    The per-view arrays come as one row per view (a single stride product per load instead of
-    one per axis): ``rec`` (views, capacity * REC_WORDS), ``list_bound`` (views, capacity) and
+    The per-view arrays come as one row per view: ``rec`` (views, capacity) `EntryRecord` and
     ``tile_mask`` (views, bands * words), ``band`` being the ray's band (`band_index`).
-    Pass 1 walks the band's entries nearest bound first; each entry costs one round of
-    independent loads (its bound and its 3-word record, one address for the whole warp) and
-    only its depth and coverage (`record_cover`, no colour work). The fragments go into a
-    4-slot buffer sorted by depth (stable; the farthest drops when full) of (t, alpha, entry)
-    that lives in registers: every slot is indexed by a constant, an insertion is a fixed
-    sequence of selects. Pass 2 composites the kept fragments front to back, computing only
-    their colours (`record_fragment`).
+    The walk visits the band's entries nearest bound first; each entry costs one round of
+    independent loads from one address (its record and bound, the same for the whole warp) and
+    its fragment (`record_fragment`). Fragments go into a 4-slot buffer sorted by depth (stable; the
+    farthest drops when full) of (t, alpha, packed colour) that lives in registers: every slot
+    is indexed by a constant, an insertion is a fixed sequence of selects. The colour is packed
+    (`pack_color`) so a slot costs 3 registers; keeping the entry index instead and recomputing
+    the colour after the walk cost a second fragment evaluation per kept fragment (a quarter
+    of the raster's instructions at 96x54, docs/renderer.md round 10). The kept fragments are
+    then composited front to back.
     """
     g = ground_frame(d, pix)
-    inv_fade = wp.div_approx(1.0, _FAR_FADE * far)
+    wall_color = misc_color[2]
+    inv_fade = 1.0 / (_FAR_FADE * far)
     ft = wp.vec4(0.0)
     fa = wp.vec4(0.0)
-    fk = wp.vec4i(0)
+    fc = wp.vec4i(0)
     nf = int(0)
     t_opaque = float(1.0e30)
     done = int(0)
-    words = mask_words(list_bound.shape[1])
+    words = mask_words(rec.shape[1])
     for wd in range(words):
         bits = tile_mask[v, band * words + wd]
         if done == 1:
@@ -1463,20 +1468,16 @@ def trace_ray(
             low = bits & (~bits + wp.uint32(1))
             bits = bits ^ low
             k = wd * 32 + wp.bit_count(low - wp.uint32(1))
-            bound = list_bound[v, k]
-            r = k * REC_WORDS
-            r0 = rec[v, r]
-            r1 = rec[v, r + 1]
-            kind = int(rec[v, r + 2][3])
-            if bound >= t_opaque:
+            e = rec[v, k]
+            if e.bound >= t_opaque:
                 done = 1
                 break
-            f = record_cover(r0, r1, kind, d, g, pix, near, far, antialias)
-            if f[1] <= 0.0:
+            f = record_fragment(e.r0, e.r1, e.r2, int(e.r2[3]), d, g, face_color, wall_color, pix, near, far, antialias)
+            if f[4] <= 0.0:
                 continue  # no coverage: the faded alpha below would be <= 0 too
             t = f[0]
             # Fade out over the last 15% before `far` so geometry does not pop at the clip distance.
-            fad = f[1] * wp.clamp((far - t) * inv_fade, 0.0, 1.0)
+            fad = f[4] * wp.clamp((far - t) * inv_fade, 0.0, 1.0)
             if fad <= 0.0 or t >= t_opaque:
                 continue
             # Stable insert: j = the number of kept fragments at or before t; j = 4 drops it.
@@ -1491,18 +1492,19 @@ def trace_ray(
                             j = 4
             if j == 4:
                 continue
+            c = pack_color(wp.vec3(f[1], f[2], f[3]))
             ft[3] = wp.where(j < 3, ft[2], wp.where(j == 3, t, ft[3]))
             fa[3] = wp.where(j < 3, fa[2], wp.where(j == 3, fad, fa[3]))
-            fk[3] = wp.where(j < 3, fk[2], wp.where(j == 3, k, fk[3]))
+            fc[3] = wp.where(j < 3, fc[2], wp.where(j == 3, c, fc[3]))
             ft[2] = wp.where(j < 2, ft[1], wp.where(j == 2, t, ft[2]))
             fa[2] = wp.where(j < 2, fa[1], wp.where(j == 2, fad, fa[2]))
-            fk[2] = wp.where(j < 2, fk[1], wp.where(j == 2, k, fk[2]))
+            fc[2] = wp.where(j < 2, fc[1], wp.where(j == 2, c, fc[2]))
             ft[1] = wp.where(j < 1, ft[0], wp.where(j == 1, t, ft[1]))
             fa[1] = wp.where(j < 1, fa[0], wp.where(j == 1, fad, fa[1]))
-            fk[1] = wp.where(j < 1, fk[0], wp.where(j == 1, k, fk[1]))
+            fc[1] = wp.where(j < 1, fc[0], wp.where(j == 1, c, fc[1]))
             ft[0] = wp.where(j == 0, t, ft[0])
             fa[0] = wp.where(j == 0, fad, fa[0])
-            fk[0] = wp.where(j == 0, k, fk[0])
+            fc[0] = wp.where(j == 0, c, fc[0])
             nf = wp.min(nf + 1, _FRAGS)
             if fad >= _OPAQUE:
                 t_opaque = wp.min(t_opaque, t)
@@ -1510,21 +1512,16 @@ def trace_ray(
     alpha = float(0.0)
     for _i in range(nf):
         # Front slot out, the rest shift up (constant slot indices keep the buffer in registers).
-        k = fk[0]
+        c = fc[0]
         a = fa[0]
-        fk[0] = fk[1]
-        fk[1] = fk[2]
-        fk[2] = fk[3]
+        fc[0] = fc[1]
+        fc[1] = fc[2]
+        fc[2] = fc[3]
         fa[0] = fa[1]
         fa[1] = fa[2]
         fa[2] = fa[3]
-        r = k * REC_WORDS
-        r2 = rec[v, r + 2]
-        frag = record_fragment(
-            rec[v, r], rec[v, r + 1], r2, int(r2[3]), d, face_color, misc_color[2], pix, near, far, antialias
-        )
         w = (1.0 - alpha) * a
-        acc += w * wp.vec3(frag[1], frag[2], frag[3])
+        acc += w * unpack_color(c)
         alpha += w
     return acc + (1.0 - alpha) * misc_color[on_ground]
 
@@ -1564,8 +1561,8 @@ def tile_reciprocals(width: int, height: int) -> tuple[float, float]:
 
 @wp.func
 def unit(v: wp.vec3) -> wp.vec3:
-    """v / |v| with one (approximate on the GPU) reciprocal instead of three IEEE divisions."""
-    return v * wp.div_approx(1.0, wp.length(v))
+    """v / |v| with one reciprocal instead of three divisions (approximate under the module's fast math)."""
+    return v * (1.0 / wp.length(v))
 
 
 @wp.func
@@ -1646,20 +1643,20 @@ def ray_background(d: wp.vec3, ground_below: float) -> int:
     return 0
 
 
-RASTER_MAX_REGISTERS = int(os.environ.get("PICTURA_RASTER_MAX_REGISTERS", "64"))
+RASTER_MAX_REGISTERS = int(os.environ.get("PICTURA_RASTER_MAX_REGISTERS", "48"))
 """Register cap of `raster_views` (``PICTURA_RASTER_MAX_REGISTERS`` overrides it, for tuning).
-Resident warps hide the walk's dependent loads, spills cost instructions: 64 registers fit 4
-blocks of 256 threads per SM. Agent-steps/s of a 20,400-ego call on an H200 (2026-12-01,
-docs/renderer.md rounds 5 and 6), 96x54 / 192x108: cap 56: 658 K / 280 K; 64: 650 K / 284 K;
-72: 610 K / 263 K (the round-5 kernel, before the division work, was fastest at 56)."""
+Resident warps hide the walk's dependent loads; spills cost instructions. Agent-steps/s of a
+20,400-ego call on an H200 (2026-12-01, round 10 in docs/renderer.md), 96x54 / 192x108, blocks
+of 256 threads: cap 64: 845 K / 355 K; 56: 893 K / 375 K; 48: 923 K / 386 K; 40: 940 K / 375 K;
+blocks of 128 (`rasterizer.RASTER_BLOCK_DIM`): cap 56: 946 K / 406 K; 48: 962 K / 399 K;
+40: 959 K / 376 K; blocks of 64: cap 56: 926 K / 400 K; 48: 941 K / 394 K."""
 
 
 @wp.kernel(cuda_max_registers=RASTER_MAX_REGISTERS)
 def raster_views(
     # per-view data from view_rays / gather_* / rank_candidates / entry_setup / bin_entries, one row per view
     view_ray: wp.array2d(dtype=wp.vec4),
-    list_bound: wp.array2d(dtype=wp.float32),
-    rec: wp.array2d(dtype=wp.vec4),
+    rec: wp.array2d(dtype=EntryRecord),
     tile_mask: wp.array2d(dtype=wp.uint32),
     # palette
     face_color: wp.array(dtype=wp.vec3),
@@ -1695,13 +1692,13 @@ def raster_views(
     d = pixel_ray(r0, r1, r2, float(px), float(py))
     band = band_index(px, py, width)
     bg = ray_background(d, r0[3])
-    if band_is_empty(tile_mask, v, band, list_bound.shape[1]):
+    if band_is_empty(tile_mask, v, band, rec.shape[1]):
         # ~40 % of bands (96x54, pinned scene): ground or sky, no walk set-up. Bit for bit what
         # trace_ray returns for an empty list (0 + 1 * colour).
         store_pixel(image_out, out_offset + v, width, py, px, misc_color[bg])
         return
     color = trace_ray(
-        v, d, rec, list_bound, tile_mask, band, face_color, misc_color, bg, pix, near, far, antialias
+        v, d, rec, tile_mask, band, face_color, misc_color, bg, pix, near, far, antialias
     )
     store_pixel(image_out, out_offset + v, width, py, px, color)
 
@@ -1709,8 +1706,7 @@ def raster_views(
 @wp.kernel
 def raster_views_ss(
     view_ray: wp.array2d(dtype=wp.vec4),
-    list_bound: wp.array2d(dtype=wp.float32),
-    rec: wp.array2d(dtype=wp.vec4),
+    rec: wp.array2d(dtype=EntryRecord),
     tile_mask: wp.array2d(dtype=wp.uint32),
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
@@ -1751,7 +1747,7 @@ def raster_views_ss(
             w = float(py) + (float(sy) + 0.5) / ss - 0.5
             d = pixel_ray(r0, r1, r2, u, w)
             color += trace_ray(
-                v, d, rec, list_bound, tile_mask, band, face_color, misc_color, ray_background(d, r0[3]), pix,
+                v, d, rec, tile_mask, band, face_color, misc_color, ray_background(d, r0[3]), pix,
                 near, far, antialias,
             )  # fmt: skip
     store_pixel(image_out, out_offset + v, width, py, px, color / (ss * ss))
@@ -1765,7 +1761,7 @@ def raster_ids(
     list_ref: wp.array2d(dtype=wp.int32),
     list_bound: wp.array2d(dtype=wp.float32),
     list_count: wp.array(dtype=wp.int32),
-    rec: wp.array3d(dtype=wp.vec4),
+    rec: wp.array2d(dtype=EntryRecord),
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     focal: float,
@@ -1798,7 +1794,7 @@ def raster_ids(
             frag = vec5(0.0)
             ident = int(-1)
             if kind == _REF_AGENT or kind == _REF_WALL:
-                frag = entry_fragment(rec, v, k, kind, d, face_color, misc_color[2], 1.0, near, far, 0)
+                frag = entry_fragment(rec, v, k, d, face_color, misc_color[2], 1.0, near, far, 0)
                 ident = -2
                 if kind == _REF_AGENT:
                     ident = ref & _REF_MASK

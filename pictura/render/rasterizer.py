@@ -35,6 +35,10 @@ GATHER_BLOCK_DIM = int(os.environ.get("PICTURA_GATHER_BLOCK_DIM", "64"))
 tuning). One thread per view runs a long serial gather, and a call has only ~80 K of them: in
 blocks of 256 an H200 holds two blocks per SM (94 registers), so 320 blocks make an uneven
 second wave; blocks of 64 fit ten per SM and all run at once."""
+RASTER_BLOCK_DIM = int(os.environ.get("PICTURA_RASTER_BLOCK_DIM", "128"))
+"""Threads per block of the raster kernels (``PICTURA_RASTER_BLOCK_DIM`` overrides it, for
+tuning); a multiple of 64, the threads of one screen tile (`kernels.raster_pixel`). 128 beat
+256 and 64 on an H200 (the sweep is at `kernels.RASTER_MAX_REGISTERS`)."""
 
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
@@ -160,7 +164,7 @@ class Renderer:
             "_cand_bound": ((self._cand_capacity,), wp.float32),
             "_cand_count": ((), wp.int32),
             "_tile_range": ((k,), wp.vec4i),
-            "_rec": ((k, kernels.REC_WORDS), wp.vec4),
+            "_rec": ((k,), kernels.EntryRecord),
             "_entry_edge": ((k, 4), wp.vec3),
         }
 
@@ -274,18 +278,18 @@ class Renderer:
                 )  # fmt: skip
             mask = self._tile_mask(views)
             mask_rows = mask.reshape((mask.shape[0], mask.shape[1] * mask.shape[2]))
-            rec_rows = self._rec.reshape((self._rec.shape[0], self._rec.shape[1] * self._rec.shape[2]))
             for base, count in self._launch_ranges(views, px_per_view):
                 wp.launch(
                     kernel,
                     dim=count * px_per_view,
                     inputs=[
-                        self._view_ray, self._list_bound, rec_rows, mask_rows, self._face_color, self._misc_color,
+                        self._view_ray, self._rec, mask_rows, self._face_color, self._misc_color,
                         W, H, pix, self.rig.near, self.rig.far, int(self.antialias), start * C, base,
                         *kernels.tile_reciprocals(W, H), *ss,
                     ],
                     outputs=[rows],
                     device=self.device,
+                    block_dim=RASTER_BLOCK_DIM,
                 )  # fmt: skip
 
     def render_numpy(
@@ -507,7 +511,7 @@ class Renderer:
                 dim=count * k,
                 inputs=[
                     self._view_origin, self._view_basis, self._view_step, self._view_world,
-                    self._list_ref, self._list_count, agent_box, light_state, self._world_light_start,
+                    self._list_ref, self._list_count, self._list_bound, agent_box, light_state, self._world_light_start,
                     self._line_a, self._line_b, self._line_hw, self._line_kind,
                     self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
                     self._line_color, self._light_color,
