@@ -21,7 +21,8 @@ RUNS = (  # label, file: every "render_throughput" line of the pinned scene
     ("2026-12-01, third session (candidate buffer 2048)", "2026-12-01_h200_session3_obs_render.txt"),
     ("2026-12-01, sixth session (register cap 56)", "2026-12-01_h200_render_session6.jsonl"),
     ("2026-12-01, seventh session (fewer instructions, fast math)", "2026-12-01_h200_render_session7.jsonl"),
-    ("2026-12-01, eighth session (one fragment evaluation, one record address)", "2026-12-01_h200_render_session8.jsonl"),
+    ("2026-12-01, eighth session, round 10 (one fragment evaluation, one record address)", "2026-12-01_h200_render_session8_round10_sweep.jsonl"),
+    ("2026-12-01, eighth session, round 11 (per-band bin margins, one store per pixel)", "2026-12-01_h200_render_session8.jsonl"),
 )
 ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
 

@@ -99,9 +99,23 @@ _FAR_FADE = wp.constant(0.15)
 # `line_fragment`'s early reject: rounding slack (m per m of the terms) and squared margin.
 _REJECT_SLACK = wp.constant(4.0e-6)
 _REJECT_MARGIN = wp.constant(1.03)
-BIN_MARGIN_PX = 1.5
-"""Screen margin (px) around a primitive's projected outline when binning it to tiles."""
-_MARGIN = wp.constant(BIN_MARGIN_PX)
+BIN_REACH_SCALE = 1.05
+"""Least perspective slack on a fragment's reach past its projected outline (`bin_margin`): a
+point half a footprint (t pix) away in the primitive's plane can lie nearer the camera than the
+ray's hit, at t (1 - pix / 2), and so subtend up to 1 / (1 - pix / 2) times more; `bin_margin`
+takes that factor when it exceeds this one (focal below ~10 px)."""
+BIN_REACH_SLACK_PX = 0.05
+"""Rounding slack (px) of the binning tests (`bin_margin`)."""
+_REACH_SCALE = wp.constant(BIN_REACH_SCALE)
+_REACH_SLACK = wp.constant(BIN_REACH_SLACK_PX)
+BIN_LINE_MARGIN_PX = 1.5
+"""Least bin margin (px) of a road-marking line. A line's coverage is not bounded by
+`bin_margin`: its along-segment filter works in footprint-scaled ground coordinates (so that
+consecutive segments share their joint), whose end boundary is skewed against the drawn quad.
+On the pinned Town10HD scene (800 views at 96x54) lines reached up to 1.45 px past their quad
+at pixel centres; this margin (plus the half-pixel inset of pixel centres) has kept every line
+pixel, as the byte-for-byte comparisons of the binning modes check (`tests/render`)."""
+_LINE_MARGIN = wp.constant(BIN_LINE_MARGIN_PX)
 _EDGES = wp.constant(4)
 
 
@@ -817,6 +831,33 @@ def rect_add(rect: wp.vec4, c: wp.vec3, focal: float, cx: float, cy: float) -> w
 
 
 @wp.func
+def bin_margin(du: float, dw: float, focal: float) -> float:
+    """How far (px) to grow a screen rectangle, whose farthest point lies (du, dw) px from the
+    principal point, so that it contains every pixel centre a primitive inside it can cover.
+
+    A cuboid's, wall's or light's coverage ends within half a footprint of its outline in its
+    own plane, the footprint being t * pix with pix = 1 / focal, the on-axis pixel's angle; so
+    within ~pix / 2 of it in angle (times the perspective factor of `BIN_REACH_SCALE`). An angle
+    a at r = |(du, dw)| / focal off axis spans up to a * focal * (1 + r^2) px (radially), and
+    pixel centres lie half a pixel inside any pixel-aligned rectangle. Lines can reach further
+    (`BIN_LINE_MARGIN_PX`).
+    """
+    r2 = (du * du + dw * dw) / (focal * focal)
+    scale = wp.max(_REACH_SCALE, 1.0 / wp.max(1.0 - 0.5 / focal, 0.5))
+    return 0.5 * (1.0 + r2) * scale + _REACH_SLACK - 0.5
+
+
+@wp.func
+def rect_edges(edge_out: wp.array3d(dtype=wp.vec3), v: int, k: int, rect: wp.vec4):
+    """The screen rectangle (umin, wmin, umax, wmax) as `quad_bin`'s edge lines, for the entries
+    with no polygon outline (cuboids, lights), so `bin_entries` tests every kind per band."""
+    edge_out[v, k, 0] = wp.vec3(1.0, 0.0, -rect[0])
+    edge_out[v, k, 1] = wp.vec3(0.0, 1.0, -rect[1])
+    edge_out[v, k, 2] = wp.vec3(-1.0, 0.0, rect[2])
+    edge_out[v, k, 3] = wp.vec3(0.0, -1.0, rect[3])
+
+
+@wp.func
 def box_rect(
     agent_box: wp.array3d(dtype=wp.float32),
     step: int,
@@ -1018,6 +1059,7 @@ def entry_setup(
         r2 = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, float(kind))
         if bin == 1:
             rect = box_rect(agent_box, step, i, o, basis, focal, cx, cy, clip)
+            rect_edges(edge_out, v, k, rect)
     elif kind == _REF_LINE:
         a = line_a[i]
         b = line_b[i]
@@ -1079,6 +1121,7 @@ def entry_setup(
                         rect = wp.vec4(-_FULL, -_FULL, _FULL, _FULL)
                     else:
                         rect = rect_add(rect, q, focal, cx, cy)
+            rect_edges(edge_out, v, k, rect)
     entry = EntryRecord()
     entry.r0 = r0
     entry.r1 = r1
@@ -1087,7 +1130,10 @@ def entry_setup(
     rec_out[v, k] = entry
     if bin == 0:
         return
-    m = _MARGIN
+    # The margin at the image corner farthest from the principal point holds for every pixel.
+    m = bin_margin(wp.max(cx, width - cx), wp.max(cy, height - cy), focal)
+    if kind == _REF_LINE:
+        m = wp.max(m, _LINE_MARGIN)
     if rect[2] < -m or rect[3] < -m or rect[0] > width + m or rect[1] > height + m:
         return
     tiles_x = (int(width) + _TILE - 1) / _TILE
@@ -1102,10 +1148,14 @@ def entry_setup(
 @wp.kernel
 def bin_entries(
     list_count: wp.array(dtype=wp.int32),
+    rec: wp.array2d(dtype=EntryRecord),
     tile_range: wp.array2d(dtype=wp.vec4i),
     entry_edge: wp.array3d(dtype=wp.vec3),
     tiles_x: int,
     tiles_y: int,
+    focal: float,
+    cx: float,
+    cy: float,
     view_base: int,
     # 2 = rectangle and edge lines (the renderer's mode), 1 = rectangle only, 0 = every tile
     # (the reference the tests compare against)
@@ -1116,12 +1166,14 @@ def bin_entries(
 ):
     """Thread per (view, list entry): set the entry's bit in every band it may touch.
 
-    An entry is kept in a band when its rectangle covers the tile and no edge line of its
-    projected polygon has the whole band (grown by ``_MARGIN`` px) on its outside. Each entry
-    visits only the tiles of its rectangle (a few, against every tile x 32 entries when a thread
-    per (tile, word) tested them all). Bits are set with an integer atomic OR, whose result does
-    not depend on the order of the writes: the masks are the same words on every run. Entries
-    keep their depth order inside every band (bit k is list slot k).
+    An entry is kept in a band when its tile range (`entry_setup`) holds the tile and no edge
+    line of its outline (its projected polygon's, or its screen rectangle's) has the whole band,
+    grown by the band's `bin_margin` (lines: at least `BIN_LINE_MARGIN_PX`), on its outside.
+    The margin grows off axis, where a pixel spans a smaller angle: 0.08 px at the image
+    centre, 0.34 px in the corners of the default rig (Table 3) at 96x54, against 1.5 px for
+    every kind before. Each entry visits only the tiles of its range. Bits are set with an integer
+    atomic OR, whose result does not depend on the order of the writes: the masks are the same
+    words on every run. Entries keep their depth order inside every band (bit k is list slot k).
     """
     tid = wp.tid()
     capacity = tile_range.shape[1]
@@ -1130,6 +1182,9 @@ def bin_entries(
     if k >= list_count[v]:
         return
     q = tile_range[v, k]
+    least = float(0.0)
+    if int(rec[v, k].r2[3]) == _REF_LINE:
+        least = _LINE_MARGIN
     if bin_mode == 0:
         q = wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
     bit = wp.uint32(1) << wp.uint32(k - (k / 32) * 32)
@@ -1138,17 +1193,22 @@ def bin_entries(
         w0 = float(ty * _TILE)
         wm = w0 + float(_BAND)
         w1 = w0 + float(_TILE)
+        dw0 = wp.max(wp.abs(w0 - cy), wp.abs(wm - cy))
+        dw1 = wp.max(wp.abs(wm - cy), wp.abs(w1 - cy))
         for tx in range(q[0], q[2] + 1):
             u0 = float(tx * _TILE)
             u1 = u0 + float(_TILE)
+            du = wp.max(wp.abs(u0 - cx), wp.abs(u1 - cx))
+            m0 = wp.max(bin_margin(du, dw0, focal), least)
+            m1 = wp.max(bin_margin(du, dw1, focal), least)
             in0 = int(1)
             in1 = int(1)
             for e in range(_EDGES * (bin_mode / 2)):
                 ed = entry_edge[v, k, e]
                 reach_u = ed[0] * wp.where(ed[0] > 0.0, u1, u0) + ed[2]
-                if reach_u + ed[1] * wp.where(ed[1] > 0.0, wm, w0) < -_MARGIN:
+                if reach_u + ed[1] * wp.where(ed[1] > 0.0, wm, w0) < -m0:
                     in0 = 0
-                if reach_u + ed[1] * wp.where(ed[1] > 0.0, w1, wm) < -_MARGIN:
+                if reach_u + ed[1] * wp.where(ed[1] > 0.0, w1, wm) < -m1:
                     in1 = 0
             t = ty * tiles_x + tx
             if in0 == 1:
@@ -1589,11 +1649,13 @@ def band_is_empty(tile_mask: wp.array2d(dtype=wp.uint32), v: int, band: int, cap
 
 
 @wp.func
-def store_pixel(image_out: wp.array2d(dtype=wp.uint8), i: int, width: int, py: int, px: int, color: wp.vec3):
-    """Write ``color`` to pixel (px, py) of image i; ``image_out`` holds one (H * W * 3) row per image."""
-    p = (py * width + px) * 3
+def store_pixel(image_out: wp.array2d(dtype=wp.vec3ub), i: int, width: int, py: int, px: int, color: wp.vec3):
+    """Write ``color`` to pixel (px, py) of image i; ``image_out`` holds one row of H * W RGB
+    pixels per image (one address for the three bytes)."""
+    rgb = wp.vec3ub(wp.uint8(0))
     for ch in range(3):
-        image_out[i, p + ch] = wp.uint8(int(wp.floor(wp.clamp(color[ch], 0.0, 1.0) * 255.0 + 0.5)))
+        rgb[ch] = wp.uint8(int(wp.floor(wp.clamp(color[ch], 0.0, 1.0) * 255.0 + 0.5)))
+    image_out[i, py * width + px] = rgb
 
 
 @wp.kernel
@@ -1672,8 +1734,8 @@ def raster_views(
     view_base: int,
     inv_tiles_x: float,
     inv_tiles_view: wp.float64,
-    # output: one (height * width * 3) row per image
-    image_out: wp.array2d(dtype=wp.uint8),
+    # output: one row of height * width RGB pixels per image
+    image_out: wp.array2d(dtype=wp.vec3ub),
 ):
     """Thread per output pixel, one ray through its centre (supersample = 1)."""
     vp = raster_pixel(wp.tid(), width, height, view_base, inv_tiles_x, inv_tiles_view)
@@ -1721,7 +1783,7 @@ def raster_views_ss(
     inv_tiles_x: float,
     inv_tiles_view: wp.float64,
     supersample: int,
-    image_out: wp.array2d(dtype=wp.uint8),
+    image_out: wp.array2d(dtype=wp.vec3ub),
 ):
     """`raster_views` with ``supersample`` x ``supersample`` rays per pixel, averaged (``pix``
     = 1 / (focal * supersample), a sub-ray's footprint)."""

@@ -264,7 +264,7 @@ class Renderer:
         kernel, pix, ss = kernels.raster_views, 1.0 / focal, []
         if self.supersample > 1:
             kernel, pix, ss = kernels.raster_views_ss, 1.0 / (focal * self.supersample), [self.supersample]
-        rows = out.reshape((n * C, H * W * 3))  # one row per image: a 2-D index per pixel
+        rows = out.reshape((n * C, H * W, 3)).view(wp.vec3ub)  # a row of RGB pixels per image: one index per pixel
         for start in range(0, n, chunk):
             views = min(chunk, n - start) * C
             self._cull(agent_box, light_state, requests, slot_table, start, views, solo_slot=-1)
@@ -530,7 +530,10 @@ class Renderer:
             wp.launch(
                 kernels.bin_entries,
                 dim=count * k,
-                inputs=[self._list_count, self._tile_range, self._entry_edge, tiles_x, tiles_y, base, self._bin_mode],
+                inputs=[
+                    self._list_count, self._rec, self._tile_range, self._entry_edge, tiles_x, tiles_y, focal, cx, cy, base,
+                    self._bin_mode,
+                ],
                 outputs=[mask],
                 device=self.device,
             )
