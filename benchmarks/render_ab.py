@@ -1,0 +1,143 @@
+"""Renderer A/B: the working tree against a baseline version, same scene, same device, same run.
+
+    PICTURA_DATA=.data python benchmarks/render_ab.py --ref HEAD --device cuda
+    python benchmarks/render_ab.py --ref HEAD~1 --device cpu --resolutions 32x18 --iters 1 -- --worlds 1
+
+The baseline is ``git archive REF pictura benchmarks`` unpacked into a temporary directory, or
+an unpacked copy given by ``--ref-dir`` (for a machine without the repository's history, such
+as the lent GPU host: ``mkdir -p .ab && git archive HEAD pictura benchmarks | tar -x -C .ab``
+here, then ``--ref-dir .ab`` there). `render_throughput.py` runs in the baseline, then in the
+working tree, each with ``--profile`` and ``--save-views``; arguments after ``--`` go to both
+runs (``-- --scene training``, ``-- --worlds 8``). One JSON line per resolution: both
+agent-steps/s and their ratio, both per-kernel times (ms), and the share of the saved views'
+pixels that differ, by more than one level, and the largest difference. Run-to-run noise on an
+H200 is about 1 %; images are deterministic per device, so any changed pixel is the change's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def export_ref(ref: str, into: Path) -> Path:
+    """Unpack ``pictura`` and ``benchmarks`` of git revision ``ref`` into ``into``."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref, "pictura", "benchmarks"], capture_output=True, check=False
+    )
+    if archive.returncode != 0:
+        raise SystemExit(f"--ref {ref}: git archive failed: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def run_tree(tree: Path, tag: str, args, views: Path) -> dict[str, dict]:
+    """Run the throughput sweep in ``tree``: resolution -> {"line": ..., "kernels": {name: ms}}."""
+    script = tree / "benchmarks" / "render_throughput.py"
+    if not script.is_file():
+        raise SystemExit(f"{tree}: no benchmarks/render_throughput.py (is it an unpacked Pictura tree?)")
+    cmd = [
+        sys.executable, str(script), "--device", args.device, "--resolutions", args.resolutions,
+        "--iters", str(args.iters), "--profile", "--save-views", str(views / f"{tag}_"),
+        "--save-count", str(args.save_count), *args.extra,
+    ]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
+    print(f"# {tag}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+    done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{tag} run failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    out: dict[str, dict] = {}
+    for line in done.stdout.splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(row, dict):
+            continue
+        res = row.get("resolution")
+        if row.get("name") == "render_throughput":
+            out.setdefault(res, {})["line"] = row
+        elif row.get("name") == "render_profile":
+            kernels = {k["kernel"].rsplit("_", 1)[0]: round(k["ms"], 3) for k in row["kernels"]}
+            out.setdefault(res, {})["kernels"] = kernels
+    return out
+
+
+def image_diff(a: np.ndarray, b: np.ndarray) -> dict:
+    """Pixels (any channel) that differ between two view stacks, and by how much."""
+    if a.shape != b.shape:
+        return {"pixels_compared": 0, "note": f"shapes differ: {a.shape} vs {b.shape}"}
+    level = np.abs(a.astype(np.int16) - b.astype(np.int16)).max(-1)
+    return {
+        "pixels_compared": int(level.size),
+        "pixels_changed": round(float((level > 0).mean()), 7),
+        "pixels_changed_by_more_than_1": round(float((level > 1).mean()), 7),
+        "max_level_diff": int(level.max()),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1 :]
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--ref", default="HEAD", help="git revision of the baseline (default HEAD)")
+    base.add_argument("--ref-dir", type=Path, help="an unpacked baseline tree (pictura/ and benchmarks/)")
+    p.add_argument("--device", default="cuda", help="Warp device: cuda | cpu (default cuda)")
+    p.add_argument("--resolutions", default="96x54,192x108", help="comma-separated WxH (default 96x54,192x108)")
+    p.add_argument("--iters", type=int, default=10, help="timed render calls per resolution (default 10)")
+    p.add_argument("--save-count", type=int, default=512, help="egos whose views are compared (default 512)")
+    args = p.parse_args(argv)
+    if args.iters < 1:
+        p.error(f"--iters must be >= 1, got {args.iters}")
+    if args.save_count < 1:
+        p.error(f"--save-count must be >= 1, got {args.save_count}")
+    args.extra = extra
+    with tempfile.TemporaryDirectory(prefix="render_ab_") as tmp:
+        tmp = Path(tmp)
+        if args.ref_dir is not None:
+            ref_tree, ref_name = args.ref_dir.resolve(), str(args.ref_dir)
+        else:
+            (tmp / "ref").mkdir()
+            ref_tree, ref_name = export_ref(args.ref, tmp / "ref"), args.ref
+        views = tmp / "views"
+        views.mkdir()
+        before = run_tree(ref_tree, "ref", args, views)
+        after = run_tree(ROOT, "new", args, views)
+        for res in args.resolutions.split(","):
+            b, a = before.get(res, {}), after.get(res, {})
+            if "line" not in b or "line" not in a:
+                print(json.dumps({"name": "render_ab", "resolution": res, "error": "a run printed no result"}))
+                continue
+            bl, al = b["line"], a["line"]
+            row = {
+                "name": "render_ab",
+                "ref": ref_name,
+                "device": al["device"],
+                "gpu": al.get("gpu"),
+                "resolution": res,
+                "agents": al["agents"],
+                "ref_agent_steps_per_s": bl["agent_steps_per_s"],
+                "agent_steps_per_s": al["agent_steps_per_s"],
+                "ratio": round(al["agent_steps_per_s"] / bl["agent_steps_per_s"], 4),
+                "ref_kernels_ms": b.get("kernels", {}),
+                "kernels_ms": a.get("kernels", {}),
+                **image_diff(np.load(views / f"ref_{res}.npy"), np.load(views / f"new_{res}.npy")),
+            }
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""`benchmarks/render_ab.py`'s image comparison and its error for a bad baseline revision."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.render_ab import export_ref, image_diff
+
+
+def test_image_diff_counts_pixels_not_channels():
+    a = np.zeros((2, 3, 4, 3), np.uint8)
+    b = a.copy()
+    b[0, 0, 0] = (1, 1, 0)  # one pixel, two channels, by one level
+    b[1, 2, 3, 2] = 7  # one pixel by seven levels
+    d = image_diff(a, b)
+    assert d["pixels_compared"] == 24
+    assert d["pixels_changed"] == pytest.approx(2 / 24, abs=1e-6)
+    assert d["pixels_changed_by_more_than_1"] == pytest.approx(1 / 24, abs=1e-6)
+    assert d["max_level_diff"] == 7
+    assert image_diff(a, a[:1])["pixels_compared"] == 0  # shapes differ: nothing compared
+
+
+def test_a_bad_revision_is_named(tmp_path):
+    with pytest.raises(SystemExit, match="--ref no-such-revision"):
+        export_ref("no-such-revision", tmp_path)
