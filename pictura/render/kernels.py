@@ -1705,7 +1705,19 @@ def ray_background(d: wp.vec3, ground_below: float) -> int:
     return 0
 
 
-RASTER_MAX_REGISTERS = int(os.environ.get("PICTURA_RASTER_MAX_REGISTERS", "48"))
+def _register_cap() -> int:
+    """``PICTURA_RASTER_MAX_REGISTERS``, checked: an integer CUDA accepts as a per-thread cap."""
+    raw = os.environ.get("PICTURA_RASTER_MAX_REGISTERS", "48")
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 16 <= value <= 255:
+        raise ValueError(f"PICTURA_RASTER_MAX_REGISTERS must be an integer in [16, 255], got {raw!r}")
+    return value
+
+
+RASTER_MAX_REGISTERS = _register_cap()
 """Register cap of `raster_views` (``PICTURA_RASTER_MAX_REGISTERS`` overrides it, for tuning).
 Resident warps hide the walk's dependent loads; spills cost instructions. Agent-steps/s of a
 20,400-ego call on an H200 (2026-12-01, round 10 in docs/renderer.md), 96x54 / 192x108, blocks

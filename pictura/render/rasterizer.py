@@ -30,15 +30,29 @@ SCRATCH_MEMORY_MAX_BYTES = 8 << 30
 HOST_SCRATCH_MAX_BYTES = 1 << 30
 """Cap on an automatically sized chunk's scratch on the CPU."""
 MIN_CHUNK_REQUESTS = 256
-GATHER_BLOCK_DIM = int(os.environ.get("PICTURA_GATHER_BLOCK_DIM", "64"))
+
+
+def _block_dim(name: str, default: int) -> int:
+    """A threads-per-block tuning knob from the environment: a positive multiple of 32 (a warp)."""
+    raw = os.environ.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value <= 0 or value % 32 != 0:
+        raise ValueError(f"{name} must be a positive multiple of 32 (threads per block), got {raw!r}")
+    return value
+
+
+GATHER_BLOCK_DIM = _block_dim("PICTURA_GATHER_BLOCK_DIM", 64)
 """Threads per block of `kernels.gather_views` (``PICTURA_GATHER_BLOCK_DIM`` overrides it, for
 tuning). One thread per view runs a long serial gather, and a call has only ~80 K of them: in
 blocks of 256 an H200 holds two blocks per SM (94 registers), so 320 blocks make an uneven
 second wave; blocks of 64 fit ten per SM and all run at once."""
-RASTER_BLOCK_DIM = int(os.environ.get("PICTURA_RASTER_BLOCK_DIM", "128"))
+RASTER_BLOCK_DIM = _block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
 """Threads per block of the raster kernels (``PICTURA_RASTER_BLOCK_DIM`` overrides it, for
-tuning); a multiple of 64, the threads of one screen tile (`kernels.raster_pixel`). 128 beat
-256 and 64 on an H200 (the sweep is at `kernels.RASTER_MAX_REGISTERS`)."""
+tuning); best a multiple of 64, the threads of one screen tile (`kernels.raster_pixel`). 128
+beat 256 and 64 on an H200 (the sweep is at `kernels.RASTER_MAX_REGISTERS`)."""
 
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:

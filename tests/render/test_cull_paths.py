@@ -245,3 +245,16 @@ def test_tile_major_pixel_index_is_exact_integer_division(width, height):
     np.testing.assert_array_equal(got[:, 1], px)
     keep = px >= 0
     np.testing.assert_array_equal(got[keep, 2], py[keep])
+
+
+def test_tuning_knobs_name_a_bad_value(monkeypatch):
+    from pictura.render import rasterizer
+
+    monkeypatch.setenv("PICTURA_RASTER_BLOCK_DIM", "100")
+    with pytest.raises(ValueError, match="PICTURA_RASTER_BLOCK_DIM must be a positive multiple of 32"):
+        rasterizer._block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
+    monkeypatch.setenv("PICTURA_RASTER_BLOCK_DIM", "256")
+    assert rasterizer._block_dim("PICTURA_RASTER_BLOCK_DIM", 128) == 256
+    monkeypatch.setenv("PICTURA_RASTER_MAX_REGISTERS", "lots")
+    with pytest.raises(ValueError, match="PICTURA_RASTER_MAX_REGISTERS must be an integer"):
+        kernels._register_cap()
