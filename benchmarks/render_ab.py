@@ -8,7 +8,10 @@ an unpacked copy given by ``--ref-dir`` (for a machine without the repository's 
 as the lent GPU host: ``mkdir -p .ab && git archive HEAD pictura benchmarks | tar -x -C .ab``
 here, then ``--ref-dir .ab`` there). `render_throughput.py` runs in the baseline, then in the
 working tree, each with ``--profile`` and ``--save-views``; arguments after ``--`` go to both
-runs (``-- --scene training``, ``-- --worlds 8``). One JSON line per resolution: both
+runs (``-- --scene training``, ``-- --worlds 8``); ``--ref-env`` / ``--env KEY=VALUE`` set
+environment variables for one run only, so ``--ref-dir .`` compares two settings of the
+working tree (``--ref-dir . --ref-env PICTURA_RASTER_BLOCK_DIM=256``: a tuning knob against
+its default). One JSON line per resolution: both
 agent-steps/s and their ratio, both per-kernel times (ms), and the share of the saved views'
 pixels that differ, by more than one level, and the largest difference. Run-to-run noise on an
 H200 is about 1 %; images are deterministic per device, so any changed pixel is the change's.
@@ -40,7 +43,18 @@ def export_ref(ref: str, into: Path) -> Path:
     return into
 
 
-def run_tree(tree: Path, tag: str, args, views: Path) -> dict[str, dict]:
+def parse_env(pairs: list[str], flag: str) -> dict[str, str]:
+    """``KEY=VALUE`` strings -> a dict; a malformed one is an error naming ``flag``."""
+    env = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"{flag} takes KEY=VALUE, got {pair!r}")
+        env[key] = value
+    return env
+
+
+def run_tree(tree: Path, tag: str, args, views: Path, extra_env: dict[str, str]) -> dict[str, dict]:
     """Run the throughput sweep in ``tree``: resolution -> {"line": ..., "kernels": {name: ms}}."""
     script = tree / "benchmarks" / "render_throughput.py"
     if not script.is_file():
@@ -50,8 +64,9 @@ def run_tree(tree: Path, tag: str, args, views: Path) -> dict[str, dict]:
         "--iters", str(args.iters), "--profile", "--save-views", str(views / f"{tag}_"),
         "--save-count", str(args.save_count), *args.extra,
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
-    print(f"# {tag}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]), **extra_env)
+    shown = " ".join(f"{k}={v}" for k, v in extra_env.items())
+    print(f"# {tag}: {shown} {' '.join(cmd)}".replace(":  ", ": "), file=sys.stderr, flush=True)
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{tag} run failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
@@ -99,12 +114,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--resolutions", default="96x54,192x108", help="comma-separated WxH (default 96x54,192x108)")
     p.add_argument("--iters", type=int, default=10, help="timed render calls per resolution (default 10)")
     p.add_argument("--save-count", type=int, default=512, help="egos whose views are compared (default 512)")
+    p.add_argument("--ref-env", action="append", default=[], metavar="KEY=VALUE", help="environment of the baseline run")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="environment of the working-tree run")
     args = p.parse_args(argv)
     if args.iters < 1:
         p.error(f"--iters must be >= 1, got {args.iters}")
     if args.save_count < 1:
         p.error(f"--save-count must be >= 1, got {args.save_count}")
     args.extra = extra
+    ref_env, new_env = parse_env(args.ref_env, "--ref-env"), parse_env(args.env, "--env")
     with tempfile.TemporaryDirectory(prefix="render_ab_") as tmp:
         tmp = Path(tmp)
         if args.ref_dir is not None:
@@ -114,8 +132,8 @@ def main(argv: list[str] | None = None) -> None:
             ref_tree, ref_name = export_ref(args.ref, tmp / "ref"), args.ref
         views = tmp / "views"
         views.mkdir()
-        before = run_tree(ref_tree, "ref", args, views)
-        after = run_tree(ROOT, "new", args, views)
+        before = run_tree(ref_tree, "ref", args, views, ref_env)
+        after = run_tree(ROOT, "new", args, views, new_env)
         for res in args.resolutions.split(","):
             b, a = before.get(res, {}), after.get(res, {})
             if "line" not in b or "line" not in a:
@@ -125,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
             row = {
                 "name": "render_ab",
                 "ref": ref_name,
+                "ref_env": ref_env,
+                "env": new_env,
                 "device": al["device"],
                 "gpu": al.get("gpu"),
                 "resolution": res,

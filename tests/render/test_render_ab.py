@@ -24,3 +24,11 @@ def test_image_diff_counts_pixels_not_channels():
 def test_a_bad_revision_is_named(tmp_path):
     with pytest.raises(SystemExit, match="--ref no-such-revision"):
         export_ref("no-such-revision", tmp_path)
+
+
+def test_env_pairs_parse_and_a_malformed_one_is_named():
+    from benchmarks.render_ab import parse_env
+
+    assert parse_env(["A=1", "B=x=y"], "--env") == {"A": "1", "B": "x=y"}
+    with pytest.raises(SystemExit, match="--ref-env takes KEY=VALUE, got 'NOVALUE'"):
+        parse_env(["NOVALUE"], "--ref-env")
