@@ -65,8 +65,8 @@ def run_tree(tree: Path, tag: str, args, views: Path, extra_env: dict[str, str])
         "--save-count", str(args.save_count), *args.extra,
     ]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]), **extra_env)
-    shown = " ".join(f"{k}={v}" for k, v in extra_env.items())
-    print(f"# {tag}: {shown} {' '.join(cmd)}".replace(":  ", ": "), file=sys.stderr, flush=True)
+    shown = [f"{k}={v}" for k, v in extra_env.items()] + cmd
+    print(f"# {tag}: {' '.join(shown)}", file=sys.stderr, flush=True)
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{tag} run failed (exit {done.returncode}):\n{done.stderr[-4000:]}")

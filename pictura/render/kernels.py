@@ -848,6 +848,15 @@ def bin_margin(du: float, dw: float, focal: float) -> float:
 
 
 @wp.func
+def entry_margin(kind: int, du: float, dw: float, focal: float) -> float:
+    """`bin_margin` for an entry of REF_* ``kind``: lines take at least `BIN_LINE_MARGIN_PX`."""
+    m = bin_margin(du, dw, focal)
+    if kind == _REF_LINE:
+        m = wp.max(m, _LINE_MARGIN)
+    return m
+
+
+@wp.func
 def rect_edges(edge_out: wp.array3d(dtype=wp.vec3), v: int, k: int, rect: wp.vec4):
     """The screen rectangle (umin, wmin, umax, wmax) as `quad_bin`'s edge lines, for the entries
     with no polygon outline (cuboids, lights), so `bin_entries` tests every kind per band."""
@@ -1131,9 +1140,7 @@ def entry_setup(
     if bin == 0:
         return
     # The margin at the image corner farthest from the principal point holds for every pixel.
-    m = bin_margin(wp.max(cx, width - cx), wp.max(cy, height - cy), focal)
-    if kind == _REF_LINE:
-        m = wp.max(m, _LINE_MARGIN)
+    m = entry_margin(kind, wp.max(cx, width - cx), wp.max(cy, height - cy), focal)
     if rect[2] < -m or rect[3] < -m or rect[0] > width + m or rect[1] > height + m:
         return
     tiles_x = (int(width) + _TILE - 1) / _TILE
@@ -1148,7 +1155,7 @@ def entry_setup(
 @wp.kernel
 def bin_entries(
     list_count: wp.array(dtype=wp.int32),
-    rec: wp.array2d(dtype=EntryRecord),
+    list_ref: wp.array2d(dtype=wp.int32),
     tile_range: wp.array2d(dtype=wp.vec4i),
     entry_edge: wp.array3d(dtype=wp.vec3),
     tiles_x: int,
@@ -1168,7 +1175,7 @@ def bin_entries(
 
     An entry is kept in a band when its tile range (`entry_setup`) holds the tile and no edge
     line of its outline (its projected polygon's, or its screen rectangle's) has the whole band,
-    grown by the band's `bin_margin` (lines: at least `BIN_LINE_MARGIN_PX`), on its outside.
+    grown by the band's `entry_margin` (lines: at least `BIN_LINE_MARGIN_PX`), on its outside.
     The margin grows off axis, where a pixel spans a smaller angle: 0.08 px at the image
     centre, 0.34 px in the corners of the default rig (Table 3) at 96x54, against 1.5 px for
     every kind before. Each entry visits only the tiles of its range. Bits are set with an integer
@@ -1182,9 +1189,7 @@ def bin_entries(
     if k >= list_count[v]:
         return
     q = tile_range[v, k]
-    least = float(0.0)
-    if int(rec[v, k].r2[3]) == _REF_LINE:
-        least = _LINE_MARGIN
+    kind = list_ref[v, k] >> _REF_SHIFT
     if bin_mode == 0:
         q = wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
     bit = wp.uint32(1) << wp.uint32(k - (k / 32) * 32)
@@ -1199,8 +1204,8 @@ def bin_entries(
             u0 = float(tx * _TILE)
             u1 = u0 + float(_TILE)
             du = wp.max(wp.abs(u0 - cx), wp.abs(u1 - cx))
-            m0 = wp.max(bin_margin(du, dw0, focal), least)
-            m1 = wp.max(bin_margin(du, dw1, focal), least)
+            m0 = entry_margin(kind, du, dw0, focal)
+            m1 = entry_margin(kind, du, dw1, focal)
             in0 = int(1)
             in1 = int(1)
             for e in range(_EDGES * (bin_mode / 2)):
@@ -1438,6 +1443,7 @@ def entry_fragment(
     v: int,
     k: int,
     d: wp.vec3,
+    g: wp.vec3,
     face_color: wp.array(dtype=wp.vec3),
     wall_color: wp.vec3,
     pix: float,
@@ -1445,11 +1451,10 @@ def entry_fragment(
     far: float,
     antialias: int,
 ) -> vec5:
-    """The fragment list entry k of view v leaves on the ray (alpha 0 = none)."""
+    """The fragment list entry k of view v leaves on the ray (alpha 0 = none); ``g`` =
+    `ground_frame` (d, pix), computed once per ray by the caller."""
     e = rec[v, k]
-    return record_fragment(
-        e.r0, e.r1, e.r2, int(e.r2[3]), d, ground_frame(d, pix), face_color, wall_color, pix, near, far, antialias
-    )
+    return record_fragment(e.r0, e.r1, e.r2, int(e.r2[3]), d, g, face_color, wall_color, pix, near, far, antialias)
 
 
 COLOR_BITS = 10
@@ -1705,16 +1710,22 @@ def ray_background(d: wp.vec3, ground_below: float) -> int:
     return 0
 
 
-def _register_cap() -> int:
-    """``PICTURA_RASTER_MAX_REGISTERS``, checked: an integer CUDA accepts as a per-thread cap."""
-    raw = os.environ.get("PICTURA_RASTER_MAX_REGISTERS", "48")
+def env_int(name: str, default: int, ok, requirement: str) -> int:
+    """Integer tuning knob ``name`` from the environment (``default`` when unset); a value that is
+    not an integer or fails ``ok`` is an error naming the variable, the ``requirement`` and the value."""
+    raw = os.environ.get(name, str(default))
     try:
         value = int(raw)
     except ValueError:
-        value = -1
-    if not 16 <= value <= 255:
-        raise ValueError(f"PICTURA_RASTER_MAX_REGISTERS must be an integer in [16, 255], got {raw!r}")
+        value = None
+    if value is None or not ok(value):
+        raise ValueError(f"{name} must be {requirement}, got {raw!r}")
     return value
+
+
+def _register_cap() -> int:
+    """``PICTURA_RASTER_MAX_REGISTERS``, checked: an integer CUDA accepts as a per-thread cap."""
+    return env_int("PICTURA_RASTER_MAX_REGISTERS", 48, lambda x: 16 <= x <= 255, "an integer in [16, 255]")
 
 
 RASTER_MAX_REGISTERS = _register_cap()
@@ -1859,6 +1870,7 @@ def raster_ids(
         d = wp.normalize(
             basis[0] * focal + basis[1] * (cx - (float(px) + 0.5)) + basis[2] * (cy - (float(py) + 0.5))
         )
+        g = ground_frame(d, 1.0)
         t_best = float(1.0e30)
         for k in range(list_count[v]):
             if list_bound[v, k] >= t_best:
@@ -1868,7 +1880,7 @@ def raster_ids(
             frag = vec5(0.0)
             ident = int(-1)
             if kind == _REF_AGENT or kind == _REF_WALL:
-                frag = entry_fragment(rec, v, k, d, face_color, misc_color[2], 1.0, near, far, 0)
+                frag = entry_fragment(rec, v, k, d, g, face_color, misc_color[2], 1.0, near, far, 0)
                 ident = -2
                 if kind == _REF_AGENT:
                     ident = ref & _REF_MASK

@@ -10,8 +10,6 @@ requests.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import warp as wp
 
@@ -34,14 +32,7 @@ MIN_CHUNK_REQUESTS = 256
 
 def _block_dim(name: str, default: int) -> int:
     """A threads-per-block tuning knob from the environment: a positive multiple of 32 (a warp)."""
-    raw = os.environ.get(name, str(default))
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value <= 0 or value % 32 != 0:
-        raise ValueError(f"{name} must be a positive multiple of 32 (threads per block), got {raw!r}")
-    return value
+    return kernels.env_int(name, default, lambda x: x > 0 and x % 32 == 0, "a positive multiple of 32 (threads per block)")
 
 
 GATHER_BLOCK_DIM = _block_dim("PICTURA_GATHER_BLOCK_DIM", 64)
@@ -545,7 +536,7 @@ class Renderer:
                 kernels.bin_entries,
                 dim=count * k,
                 inputs=[
-                    self._list_count, self._rec, self._tile_range, self._entry_edge, tiles_x, tiles_y, focal, cx, cy, base,
+                    self._list_count, self._list_ref, self._tile_range, self._entry_edge, tiles_x, tiles_y, focal, cx, cy, base,
                     self._bin_mode,
                 ],
                 outputs=[mask],
