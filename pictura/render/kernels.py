@@ -1491,7 +1491,7 @@ def trace_ray(
     d: wp.vec3,
     rec: wp.array2d(dtype=EntryRecord),
     tile_mask: wp.array2d(dtype=wp.uint32),
-    band: int,
+    col: int,
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     on_ground: int,
@@ -1504,7 +1504,7 @@ def trace_ray(
     ground (``on_ground`` = 1) or the sky.
 
     The per-view arrays come as one row per view: ``rec`` (views, capacity) `EntryRecord` and
-    ``tile_mask`` (views, bands * words), ``band`` being the ray's band (`band_index`).
+    ``tile_mask`` (views, bands * words); ``col`` = the ray's band (`band_pixel`) * words.
     The walk visits the band's entries nearest bound first; each entry costs one round of
     independent loads from one address (its record and bound, the same for the whole warp) and
     its fragment (`record_fragment`). Fragments go into a 4-slot buffer sorted by depth (stable; the
@@ -1516,7 +1516,6 @@ def trace_ray(
     then composited front to back.
     """
     g = ground_frame(d, pix)
-    wall_color = misc_color[2]
     inv_fade = 1.0 / (_FAR_FADE * far)
     ft = wp.vec4(0.0)
     fa = wp.vec4(0.0)
@@ -1526,7 +1525,7 @@ def trace_ray(
     done = int(0)
     words = mask_words(rec.shape[1])
     for wd in range(words):
-        bits = tile_mask[v, band * words + wd]
+        bits = tile_mask[v, col + wd]
         if done == 1:
             break
         while bits != wp.uint32(0):
@@ -1537,7 +1536,7 @@ def trace_ray(
             if e.bound >= t_opaque:
                 done = 1
                 break
-            f = record_fragment(e.r0, e.r1, e.r2, int(e.r2[3]), d, g, face_color, wall_color, pix, near, far, antialias)
+            f = record_fragment(e.r0, e.r1, e.r2, int(e.r2[3]), d, g, face_color, misc_color[2], pix, near, far, antialias)
             if f[4] <= 0.0:
                 continue  # no coverage: the faded alpha below would be <= 0 too
             t = f[0]
@@ -1592,36 +1591,52 @@ def trace_ray(
 
 
 @wp.func
-def raster_pixel(tid: int, width: int, height: int, view_base: int, inv_tiles_x: float, inv_tiles_view: wp.float64) -> wp.vec3i:
-    """(view, px, py) of raster thread ``tid``; px = -1 for a padding thread of a partial tile.
+def band_group(tid: int, view_base: int, groups_view: int, inv_groups_view: wp.float64) -> wp.vec3i:
+    """(view, band group, lane) of raster thread ``tid``.
 
-    Threads go in groups of 64 per TILE x TILE screen tile, so a warp shades one band (the top
-    or bottom half of a tile) and walks one band list; row order was measured slower (241 K vs
-    306 K agent-steps/s at 96x54, docs/renderer.md) and is gone. The thread -> (view, tile)
-    split divides by the tile counts through reciprocals the host passes (`tile_reciprocals`):
-    an integer division by a runtime value is ~30 instructions per thread, a reciprocal product
-    3. Both quotients are exact: (a + 0.5) / b lies at least 0.5 / b from an integer, far beyond
-    the products' rounding (float32 for the <= 2^18 tiles of a view, float64 for the < 2^25
-    tiles of a launch).
+    A warp is one (view, group of `raster_launch` bands) and each thread walks its pixel of
+    every band of the group in turn, so Warp's launch preamble, this decode and the view's ray
+    frame are paid once per group instead of once per band (~110 of ~580 warp instructions
+    per band at 192x108, docs/renderer.md round 12). The view is a quotient by the runtime
+    group count, taken through the reciprocal the host passes: an integer division by a
+    runtime value is ~30 instructions, the product 4, and exact because (w + 0.5) / groups
+    lies at least 0.5 / groups from an integer, far beyond float64 rounding for w < 2^31.
     """
-    tiles_x = (width + _TILE - 1) / _TILE
-    tiles_view = tiles_x * ((height + _TILE - 1) / _TILE)
-    g = tid / (_TILE * _TILE)  # the launch's tile
-    q = tid - g * (_TILE * _TILE)
-    vl = int((wp.float64(g) + wp.float64(0.5)) * inv_tiles_view)
-    t = g - vl * tiles_view
+    w = tid / 32
+    vl = int((wp.float64(w) + wp.float64(0.5)) * inv_groups_view)
+    return wp.vec3i(view_base + vl, w - vl * groups_view, tid - w * 32)
+
+
+@wp.func
+def band_pixel(band: int, lane: int, tiles_x: int, inv_tiles_x: float) -> wp.vec2i:
+    """Pixel (px, py) of ``lane`` in ``band`` (mask row 2 t + h: half h of tile t): lanes go row
+    by row over the band's TILE x BAND pixels, so a warp walks one band list (row order, a warp
+    per 32 pixels of an image row, was measured slower: 241 K vs 306 K agent-steps/s at 96x54,
+    docs/renderer.md). The tile row is a quotient by the runtime ``tiles_x`` through
+    its float32 reciprocal, exact for the < 2^18 tiles of a view (see `band_group`)."""
+    t = band / 2
     ty = int((float(t) + 0.5) * inv_tiles_x)
-    py = ty * _TILE + q / _TILE
-    px = (t - ty * tiles_x) * _TILE + q - (q / _TILE) * _TILE
-    if px >= width or py >= height:
-        px = -1
-    return wp.vec3i(view_base + vl, px, py)
+    lane_row = lane / _TILE
+    px = (t - ty * tiles_x) * _TILE + lane - lane_row * _TILE
+    py = ty * _TILE + (band - 2 * t) * _BAND + lane_row
+    return wp.vec2i(px, py)
 
 
-def tile_reciprocals(width: int, height: int) -> tuple[float, float]:
-    """`raster_pixel`'s (1 / tiles per row, 1 / tiles per view) for a width x height view."""
+@wp.func
+def group_bands(group: int, bands_per_thread: int, width: int, height: int) -> wp.vec3i:
+    """(first band, end band, tiles per row) of band ``group`` of a width x height view."""
+    tiles_x = (width + _TILE - 1) / _TILE
+    first = group * bands_per_thread
+    return wp.vec3i(first, wp.min(first + bands_per_thread, 2 * tiles_x * ((height + _TILE - 1) / _TILE)), tiles_x)
+
+
+def raster_launch(width: int, height: int, bands_per_thread: int) -> tuple[int, int, float, float]:
+    """Raster launch shape for a width x height view: (threads per view, band groups per view,
+    1 / groups (`band_group`), 1 / tiles per row (`band_pixel`))."""
     tiles_x = -(-width // TILE_PX)
-    return 1.0 / tiles_x, 1.0 / (tiles_x * -(-height // TILE_PX))
+    bands = 2 * tiles_x * -(-height // TILE_PX)
+    groups = -(-bands // bands_per_thread)
+    return 32 * groups, groups, 1.0 / groups, 1.0 / tiles_x
 
 
 @wp.func
@@ -1631,25 +1646,17 @@ def unit(v: wp.vec3) -> wp.vec3:
 
 
 @wp.func
-def band_index(px: int, py: int, width: int) -> int:
-    """Band of pixel (px, py): half (py % TILE) / BAND of its tile (a row of ``tile_mask``)."""
-    t = (py / _TILE) * ((width + _TILE - 1) / _TILE) + px / _TILE
-    return 2 * t + (py - (py / _TILE) * _TILE) / _BAND
-
-
-@wp.func
 def mask_words(capacity: int) -> int:
     """uint32 words of one band's mask: a bit per list entry."""
     return (capacity + 31) / 32
 
 
 @wp.func
-def band_is_empty(tile_mask: wp.array2d(dtype=wp.uint32), v: int, band: int, capacity: int) -> bool:
-    """No list entry is binned to ``band`` of view v."""
-    words = mask_words(capacity)
+def band_is_empty(tile_mask: wp.array2d(dtype=wp.uint32), v: int, col: int, words: int) -> bool:
+    """No list entry is binned to the band whose words start at column ``col`` of view v's mask row."""
     bits = wp.uint32(0)
     for wd in range(words):
-        bits = bits | tile_mask[v, band * words + wd]
+        bits = bits | tile_mask[v, col + wd]
     return bits == wp.uint32(0)
 
 
@@ -1734,7 +1741,8 @@ Resident warps hide the walk's dependent loads; spills cost instructions. Agent-
 20,400-ego call on an H200 (2026-12-01, round 10 in docs/renderer.md), 96x54 / 192x108, blocks
 of 256 threads: cap 64: 845 K / 355 K; 56: 893 K / 375 K; 48: 923 K / 386 K; 40: 940 K / 375 K;
 blocks of 128 (`rasterizer.RASTER_BLOCK_DIM`): cap 56: 946 K / 406 K; 48: 962 K / 399 K;
-40: 959 K / 376 K; blocks of 64: cap 56: 926 K / 400 K; 48: 941 K / 394 K."""
+40: 959 K / 376 K; blocks of 64: cap 56: 926 K / 400 K; 48: 941 K / 394 K. With 16 bands per
+thread (round 12): cap 48: 1.048 M / 474 K; 56: 1.033 M / 486 K; 64: 1.011 M / 479 K."""
 
 
 @wp.kernel(cuda_max_registers=RASTER_MAX_REGISTERS)
@@ -1755,37 +1763,43 @@ def raster_views(
     antialias: int,
     out_offset: int,
     view_base: int,
+    # launch shape (`raster_launch`)
+    bands_per_thread: int,
+    groups_view: int,
+    inv_groups_view: wp.float64,
     inv_tiles_x: float,
-    inv_tiles_view: wp.float64,
     # output: one row of height * width RGB pixels per image
     image_out: wp.array2d(dtype=wp.vec3ub),
 ):
-    """Thread per output pixel, one ray through its centre (supersample = 1)."""
-    vp = raster_pixel(wp.tid(), width, height, view_base, inv_tiles_x, inv_tiles_view)
-    v = vp[0]
-    px = vp[1]
-    py = vp[2]
-    if px < 0:
-        return
-    r1 = view_ray[v, 1]
-    if r1[3] < 0.0:
-        # Invalid request (slot -1, empty slot, bad step): black, no list walk.
-        store_pixel(image_out, out_offset + v, width, py, px, wp.vec3(0.0))
-        return
-    r0 = view_ray[v, 0]
-    r2 = view_ray[v, 2]
-    d = pixel_ray(r0, r1, r2, float(px), float(py))
-    band = band_index(px, py, width)
-    bg = ray_background(d, r0[3])
-    if band_is_empty(tile_mask, v, band, rec.shape[1]):
-        # ~40 % of bands (96x54, pinned scene): ground or sky, no walk set-up. Bit for bit what
-        # trace_ray returns for an empty list (0 + 1 * colour).
-        store_pixel(image_out, out_offset + v, width, py, px, misc_color[bg])
-        return
-    color = trace_ray(
-        v, d, rec, tile_mask, band, face_color, misc_color, bg, pix, near, far, antialias
-    )
-    store_pixel(image_out, out_offset + v, width, py, px, color)
+    """Thread per (view, band group, pixel of a band): one ray through the pixel's centre in
+    each band of the group (supersample = 1)."""
+    g = band_group(wp.tid(), view_base, groups_view, inv_groups_view)
+    v = g[0]
+    span = group_bands(g[1], bands_per_thread, width, height)
+    tiles_x = span[2]
+    words = mask_words(rec.shape[1])
+    for band in range(span[0], span[1]):
+        p = band_pixel(band, g[2], tiles_x, inv_tiles_x)
+        if p[0] >= width or p[1] >= height:
+            continue  # a partial tile's padding
+        # The view's ray frame is loaded per band: held across the loop it would take ~10
+        # registers, and the walk is register bound (a wider stack frame spills in its loop).
+        r1 = view_ray[v, 1]
+        color = wp.vec3(0.0)  # an invalid request (slot -1, empty slot, bad step): black
+        if r1[3] >= 0.0:
+            r0 = view_ray[v, 0]
+            r2 = view_ray[v, 2]
+            d = pixel_ray(r0, r1, r2, float(p[0]), float(p[1]))
+            bg = ray_background(d, r0[3])
+            if band_is_empty(tile_mask, v, band * words, words):
+                # ~45 % of bands (96x54, pinned scene): ground or sky, no walk set-up. Bit for
+                # bit what trace_ray returns for an empty list (0 + 1 * colour).
+                color = misc_color[bg]
+            else:
+                color = trace_ray(
+                    v, d, rec, tile_mask, band * words, face_color, misc_color, bg, pix, near, far, antialias
+                )
+        store_pixel(image_out, out_offset + v, width, p[1], p[0], color)
 
 
 @wp.kernel
@@ -1803,39 +1817,42 @@ def raster_views_ss(
     antialias: int,
     out_offset: int,
     view_base: int,
+    bands_per_thread: int,
+    groups_view: int,
+    inv_groups_view: wp.float64,
     inv_tiles_x: float,
-    inv_tiles_view: wp.float64,
     supersample: int,
     image_out: wp.array2d(dtype=wp.vec3ub),
 ):
     """`raster_views` with ``supersample`` x ``supersample`` rays per pixel, averaged (``pix``
     = 1 / (focal * supersample), a sub-ray's footprint)."""
-    vp = raster_pixel(wp.tid(), width, height, view_base, inv_tiles_x, inv_tiles_view)
-    v = vp[0]
-    px = vp[1]
-    py = vp[2]
-    if px < 0:
-        return
-    r1 = view_ray[v, 1]
-    if r1[3] < 0.0:
-        store_pixel(image_out, out_offset + v, width, py, px, wp.vec3(0.0))
-        return
-    r0 = view_ray[v, 0]
-    r2 = view_ray[v, 2]
-    band = band_index(px, py, width)
+    g = band_group(wp.tid(), view_base, groups_view, inv_groups_view)
+    v = g[0]
+    span = group_bands(g[1], bands_per_thread, width, height)
+    tiles_x = span[2]
+    words = mask_words(rec.shape[1])
     ss = float(supersample)
-    color = wp.vec3(0.0)
-    for sy in range(supersample):
-        for sx in range(supersample):
-            # sub-pixel centres, relative to the pixel centre that r0 points through
-            u = float(px) + (float(sx) + 0.5) / ss - 0.5
-            w = float(py) + (float(sy) + 0.5) / ss - 0.5
-            d = pixel_ray(r0, r1, r2, u, w)
-            color += trace_ray(
-                v, d, rec, tile_mask, band, face_color, misc_color, ray_background(d, r0[3]), pix,
-                near, far, antialias,
-            )  # fmt: skip
-    store_pixel(image_out, out_offset + v, width, py, px, color / (ss * ss))
+    for band in range(span[0], span[1]):
+        p = band_pixel(band, g[2], tiles_x, inv_tiles_x)
+        if p[0] >= width or p[1] >= height:
+            continue
+        r1 = view_ray[v, 1]
+        color = wp.vec3(0.0)
+        if r1[3] >= 0.0:
+            r0 = view_ray[v, 0]
+            r2 = view_ray[v, 2]
+            for sy in range(supersample):
+                for sx in range(supersample):
+                    # sub-pixel centres, relative to the pixel centre that r0 points through
+                    u = float(p[0]) + (float(sx) + 0.5) / ss - 0.5
+                    w = float(p[1]) + (float(sy) + 0.5) / ss - 0.5
+                    d = pixel_ray(r0, r1, r2, u, w)
+                    color += trace_ray(
+                        v, d, rec, tile_mask, band * words, face_color, misc_color, ray_background(d, r0[3]),
+                        pix, near, far, antialias,
+                    )  # fmt: skip
+            color = color / (ss * ss)
+        store_pixel(image_out, out_offset + v, width, p[1], p[0], color)
 
 
 @wp.kernel

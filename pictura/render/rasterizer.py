@@ -42,8 +42,15 @@ blocks of 256 an H200 holds two blocks per SM (94 registers), so 320 blocks make
 second wave; blocks of 64 fit ten per SM and all run at once."""
 RASTER_BLOCK_DIM = _block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
 """Threads per block of the raster kernels (``PICTURA_RASTER_BLOCK_DIM`` overrides it, for
-tuning); best a multiple of 64, the threads of one screen tile (`kernels.raster_pixel`). 128
-beat 256 and 64 on an H200 (the sweep is at `kernels.RASTER_MAX_REGISTERS`)."""
+tuning): 128 beat 256 and 64 on an H200 (the sweep is at `kernels.RASTER_MAX_REGISTERS`)."""
+RASTER_BANDS_PER_THREAD = kernels.env_int(
+    "PICTURA_RASTER_BANDS_PER_THREAD", 16, lambda x: x >= 1, "a positive integer (bands one raster thread walks)"
+)
+"""Bands of one view each raster warp shades in turn (`kernels.band_group`;
+``PICTURA_RASTER_BANDS_PER_THREAD`` overrides it, for tuning): Warp's launch preamble and the
+thread decode are paid once per group. Agent-steps/s of a 20,400-ego call on an H200
+(2026-12-01, docs/renderer.md round 12), 96x54 / 192x108, register cap 48: one band per
+thread (round 11): 994 K / 428 K; 4: 1.039 M / 426 K; 8: 1.045 M / 457 K; 16: 1.048 M / 474 K."""
 
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
@@ -263,8 +270,7 @@ class Renderer:
         focal = self.rig.focal
         cx, cy = self.rig.principal
         chunk = self.chunk_requests(n)
-        tile = kernels.TILE_PX
-        px_per_view = ((W + tile - 1) // tile) * ((H + tile - 1) // tile) * tile * tile
+        threads_per_view, *launch_shape = kernels.raster_launch(W, H, RASTER_BANDS_PER_THREAD)
         # One ray per pixel (the default) has its own kernel: no sample loop, fewer registers.
         kernel, pix, ss = kernels.raster_views, 1.0 / focal, []
         if self.supersample > 1:
@@ -283,14 +289,14 @@ class Renderer:
                 )  # fmt: skip
             mask = self._tile_mask(views)
             mask_rows = mask.reshape((mask.shape[0], mask.shape[1] * mask.shape[2]))
-            for base, count in self._launch_ranges(views, px_per_view):
+            for base, count in self._launch_ranges(views, threads_per_view):
                 wp.launch(
                     kernel,
-                    dim=count * px_per_view,
+                    dim=count * threads_per_view,
                     inputs=[
                         self._view_ray, self._rec, mask_rows, self._face_color, self._misc_color,
                         W, H, pix, self.rig.near, self.rig.far, int(self.antialias), start * C, base,
-                        *kernels.tile_reciprocals(W, H), *ss,
+                        RASTER_BANDS_PER_THREAD, *launch_shape, *ss,
                     ],
                     outputs=[rows],
                     device=self.device,

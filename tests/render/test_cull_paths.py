@@ -202,49 +202,64 @@ def test_bad_requests_and_cameras_are_named(town):
 
 
 @wp.kernel
-def _pixel_of_thread(
-    tids: wp.array(dtype=wp.int32),
-    width: int,
-    height: int,
-    inv_tiles_x: float,
-    inv_tiles_view: wp.float64,
-    out: wp.array(dtype=wp.vec3i),
+def _group_of_thread(
+    tids: wp.array(dtype=wp.int32), groups_view: int, inv_groups_view: wp.float64, out: wp.array(dtype=wp.vec3i)
 ):
     i = wp.tid()
-    out[i] = kernels.raster_pixel(tids[i], width, height, 0, inv_tiles_x, inv_tiles_view)
+    out[i] = kernels.band_group(tids[i], 0, groups_view, inv_groups_view)
+
+
+@wp.kernel
+def _pixel_of_band(
+    bands: wp.array(dtype=wp.int32), tiles_x: int, inv_tiles_x: float, out: wp.array2d(dtype=wp.vec2i)
+):
+    i, lane = wp.tid()
+    out[i, lane] = kernels.band_pixel(bands[i], lane, tiles_x, inv_tiles_x)
 
 
 @pytest.mark.parametrize("width,height", [(32, 18), (96, 54), (100, 7), (4096, 4096), (4096, 1)])
-def test_tile_major_pixel_index_is_exact_integer_division(width, height):
-    """raster_pixel divides by the tile counts through reciprocals; compare with integer
-    division over the whole int32 launch range (a launch holds < 2^31 threads)."""
+@pytest.mark.parametrize("bands_per_thread", [1, 3, 16])
+def test_raster_thread_decode_is_exact_integer_division(width, height, bands_per_thread):
+    """band_group and band_pixel divide by the group and tile counts through reciprocals;
+    compare with integer division over the whole int32 launch range (a launch holds < 2^31
+    threads) and over a view's bands, with every band's 32 lanes covering its 8 x 4 pixels."""
+    threads_view, groups, inv_groups, inv_tiles_x = kernels.raster_launch(width, height, bands_per_thread)
     tiles_x, tiles_y = -(-width // 8), -(-height // 8)
-    per_view = tiles_x * tiles_y * 64
+    assert groups == -(-2 * tiles_x * tiles_y // bands_per_thread) and threads_view == 32 * groups
     rng = np.random.default_rng(0)
-    last_view = (2**31 - 1) // per_view
+    last_view = (2**31 - 1) // threads_view
     views = np.concatenate([[0, 1, last_view - 1, last_view - 2], rng.integers(0, last_view - 1, 200)])
-    within = np.concatenate([[0, 63, 64, per_view - 1, per_view - 64], rng.integers(0, per_view, 200)])
-    tids = (views[:, None] * per_view + within[None, :]).reshape(-1).astype(np.int64)
+    within = np.concatenate([[0, 31, 32, threads_view - 1, threads_view - 32], rng.integers(0, threads_view, 200)])
+    tids = (views[:, None] * threads_view + within[None, :]).reshape(-1).astype(np.int64)
     tids = tids[(tids >= 0) & (tids < 2**31)].astype(np.int32)
     out = wp.zeros(len(tids), dtype=wp.vec3i, device="cpu")
     wp.launch(
-        _pixel_of_thread,
+        _group_of_thread,
         dim=len(tids),
-        inputs=[wp.array(tids, dtype=wp.int32, device="cpu"), width, height, *kernels.tile_reciprocals(width, height)],
+        inputs=[wp.array(tids, dtype=wp.int32, device="cpu"), groups, inv_groups],
         outputs=[out],
         device="cpu",
     )
-    got = out.numpy()
-    t = tids.astype(np.int64)
-    view, rem = t // per_view, t % per_view
-    tile, q = rem // 64, rem % 64
-    px = (tile % tiles_x) * 8 + q % 8
-    py = (tile // tiles_x) * 8 + q // 8
-    px = np.where((px >= width) | (py >= height), -1, px)
-    np.testing.assert_array_equal(got[:, 0], view)
-    np.testing.assert_array_equal(got[:, 1], px)
-    keep = px >= 0
-    np.testing.assert_array_equal(got[keep, 2], py[keep])
+    warp = tids.astype(np.int64) // 32
+    np.testing.assert_array_equal(out.numpy(), np.stack([warp // groups, warp % groups, tids % 32], axis=1))
+
+    bands = np.arange(2 * tiles_x * tiles_y)
+    if len(bands) > 4096:
+        bands = np.concatenate([bands[:64], bands[-64:], rng.choice(bands, 2048, replace=False)])
+    pix = wp.zeros((len(bands), 32), dtype=wp.vec2i, device="cpu")
+    wp.launch(
+        _pixel_of_band,
+        dim=(len(bands), 32),
+        inputs=[wp.array(bands, dtype=wp.int32, device="cpu"), tiles_x, inv_tiles_x],
+        outputs=[pix],
+        device="cpu",
+    )
+    lane = np.arange(32)[None, :]
+    tile = bands[:, None] // 2
+    px = (tile % tiles_x) * 8 + lane % 8
+    py = (tile // tiles_x) * 8 + (bands[:, None] % 2) * 4 + lane // 8
+    np.testing.assert_array_equal(pix.numpy()[..., 0], px)
+    np.testing.assert_array_equal(pix.numpy()[..., 1], py)
 
 
 def test_tuning_knobs_name_a_bad_value(monkeypatch):
