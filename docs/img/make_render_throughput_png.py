@@ -23,7 +23,8 @@ RUNS = (  # label, file: every "render_throughput" line of the pinned scene
     ("2026-12-01, seventh session (fewer instructions, fast math)", "2026-12-01_h200_render_session7.jsonl"),
     ("2026-12-01, eighth session, round 10 (one fragment evaluation, one record address)", "2026-12-01_h200_render_session8_round10_sweep.jsonl"),
     ("2026-12-01, eighth session, round 11 (per-band bin margins, one store per pixel)", "2026-12-01_h200_render_session8.jsonl"),
-    ("2026-12-01, ninth session, round 12 (16 bands per raster thread)", "2026-12-01_h200_render_session9.jsonl"),
+    ("2026-12-01, ninth session, round 12 (16 bands per raster thread)", "2026-12-01_h200_render_session9_round12_sweep.jsonl"),
+    ("2026-12-01, ninth session, round 13 (lean launches, a wide-view kernel)", "2026-12-01_h200_render_session9.jsonl"),
 )
 ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
 

@@ -23,9 +23,10 @@ numbered ``v = (request - request_offset) * C + camera``.
    `bin_entries` (thread per list entry, over its rectangle's tiles) sets one bit per (band,
    entry) for the ``TILE_PX``-square screen tiles the outline may touch (integer atomic OR:
    the same words whatever the order).
-4. `view_rays` (thread per view) writes the view's ray frame; `raster_views` (thread per output
-   pixel, pixels grouped by screen tile; `raster_views_ss` with ``s x s`` rays per pixel)
-   stores the background at once when its band is empty, else tests the band's entries front
+4. `view_rays` (thread per view) writes the view's ray frame; `raster_views` (a warp per group
+   of bands of one view, a thread per pixel of a band, walking the group's bands in turn;
+   `raster_views_wide` the same for large views, `raster_views_ss` with ``s x s`` rays per
+   pixel) stores the background at once when a band is empty, else tests the band's entries front
    to back from their records
    (depth and coverage only) into a 4-slot depth-sorted register buffer, stops once the next
    primitive's bound lies behind an opaque fragment, then colours and composites the kept
@@ -73,7 +74,14 @@ vec8 = wp.types.vector(length=8, dtype=wp.float32)
 # 1.2 ms) and changed 0.01 % of the pixels (docs/renderer.md, round 7); still deterministic per
 # device, so re-rendered views equal the acting ones bit for bit. PICTURA_RENDER_FAST_MATH=0
 # turns it off (e.g. to compare with exact arithmetic).
-wp.set_module_options({"enable_backward": False, "fast_math": os.environ.get("PICTURA_RENDER_FAST_MATH", "1") != "0"})
+# default_grid_stride False: every render kernel launches one thread per index, without Warp's
+# grid-stride loop, whose 64-bit index the raster kept on its stack (+2.4 % at 96x54 on the
+# H200 pinned scene, docs/renderer.md round 13; no launch here caps its block count).
+wp.set_module_options({
+    "enable_backward": False,
+    "fast_math": os.environ.get("PICTURA_RENDER_FAST_MATH", "1") != "0",
+    "default_grid_stride": False,
+})  # fmt: skip
 
 _REF_AGENT = wp.constant(REF_AGENT)
 _REF_LINE = wp.constant(REF_LINE)
@@ -1487,11 +1495,12 @@ def unpack_color(p: int) -> wp.vec3:
 
 @wp.func
 def trace_ray(
-    v: int,
     d: wp.vec3,
-    rec: wp.array2d(dtype=EntryRecord),
-    tile_mask: wp.array2d(dtype=wp.uint32),
-    col: int,
+    rec: wp.array(dtype=EntryRecord),
+    rec_base: int,
+    tile_mask: wp.array(dtype=wp.uint32),
+    mask_base: int,
+    words: int,
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     on_ground: int,
@@ -1503,8 +1512,9 @@ def trace_ray(
     """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
     ground (``on_ground`` = 1) or the sky.
 
-    The per-view arrays come as one row per view: ``rec`` (views, capacity) `EntryRecord` and
-    ``tile_mask`` (views, bands * words); ``col`` = the ray's band (`band_pixel`) * words.
+    ``rec`` and ``tile_mask`` are the launch's lists and tile masks flattened (`raster_views`):
+    the view's list starts at ``rec_base``, and the ray's band's ``words`` mask words at
+    ``mask_base``.
     The walk visits the band's entries nearest bound first; each entry costs one round of
     independent loads from one address (its record and bound, the same for the whole warp) and
     its fragment (`record_fragment`). Fragments go into a 4-slot buffer sorted by depth (stable; the
@@ -1523,16 +1533,15 @@ def trace_ray(
     nf = int(0)
     t_opaque = float(1.0e30)
     done = int(0)
-    words = mask_words(rec.shape[1])
     for wd in range(words):
-        bits = tile_mask[v, col + wd]
+        bits = tile_mask[mask_base + wd]
         if done == 1:
             break
         while bits != wp.uint32(0):
             low = bits & (~bits + wp.uint32(1))
             bits = bits ^ low
             k = wd * 32 + wp.bit_count(low - wp.uint32(1))
-            e = rec[v, k]
+            e = rec[rec_base + k]
             if e.bound >= t_opaque:
                 done = 1
                 break
@@ -1591,8 +1600,8 @@ def trace_ray(
 
 
 @wp.func
-def band_group(tid: int, view_base: int, groups_view: int, inv_groups_view: wp.float64) -> wp.vec3i:
-    """(view, band group, lane) of raster thread ``tid``.
+def band_group(tid: int, groups_view: int, inv_groups_view: wp.float64) -> wp.vec3i:
+    """(view of the launch, band group, lane) of raster thread ``tid``.
 
     A warp is one (view, group of `raster_launch` bands) and each thread walks its pixel of
     every band of the group in turn, so Warp's launch preamble, this decode and the view's ray
@@ -1604,7 +1613,7 @@ def band_group(tid: int, view_base: int, groups_view: int, inv_groups_view: wp.f
     """
     w = tid / 32
     vl = int((wp.float64(w) + wp.float64(0.5)) * inv_groups_view)
-    return wp.vec3i(view_base + vl, w - vl * groups_view, tid - w * 32)
+    return wp.vec3i(vl, w - vl * groups_view, tid - w * 32)
 
 
 @wp.func
@@ -1652,11 +1661,11 @@ def mask_words(capacity: int) -> int:
 
 
 @wp.func
-def band_is_empty(tile_mask: wp.array2d(dtype=wp.uint32), v: int, col: int, words: int) -> bool:
-    """No list entry is binned to the band whose words start at column ``col`` of view v's mask row."""
+def band_is_empty(tile_mask: wp.array(dtype=wp.uint32), mask_base: int, words: int) -> bool:
+    """No list entry is binned to the band whose ``words`` mask words start at ``mask_base``."""
     bits = wp.uint32(0)
     for wd in range(words):
-        bits = bits | tile_mask[v, col + wd]
+        bits = bits | tile_mask[mask_base + wd]
     return bits == wp.uint32(0)
 
 
@@ -1730,27 +1739,45 @@ def env_int(name: str, default: int, ok, requirement: str) -> int:
     return value
 
 
-def _register_cap() -> int:
-    """``PICTURA_RASTER_MAX_REGISTERS``, checked: an integer CUDA accepts as a per-thread cap."""
-    return env_int("PICTURA_RASTER_MAX_REGISTERS", 48, lambda x: 16 <= x <= 255, "an integer in [16, 255]")
+def register_cap(name: str, default: int) -> int:
+    """Register-cap tuning knob ``name``, checked: an integer CUDA accepts as a per-thread cap."""
+    return env_int(name, default, lambda x: 16 <= x <= 255, "an integer in [16, 255]")
 
 
-RASTER_MAX_REGISTERS = _register_cap()
+def block_dim(name: str, default: int) -> int:
+    """Threads-per-block tuning knob ``name``, checked: a positive multiple of 32 (a warp)."""
+    return env_int(name, default, lambda x: x > 0 and x % 32 == 0, "a positive multiple of 32 (threads per block)")
+
+
+RASTER_BLOCK_DIM = block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
+"""Threads per block of the raster kernels (``PICTURA_RASTER_BLOCK_DIM`` overrides it, for
+tuning): 128 beat 256 and 64 on an H200 (the sweep is at `RASTER_MAX_REGISTERS`)."""
+RASTER_MAX_REGISTERS = register_cap("PICTURA_RASTER_MAX_REGISTERS", 48)
 """Register cap of `raster_views` (``PICTURA_RASTER_MAX_REGISTERS`` overrides it, for tuning).
 Resident warps hide the walk's dependent loads; spills cost instructions. Agent-steps/s of a
 20,400-ego call on an H200 (2026-12-01, round 10 in docs/renderer.md), 96x54 / 192x108, blocks
 of 256 threads: cap 64: 845 K / 355 K; 56: 893 K / 375 K; 48: 923 K / 386 K; 40: 940 K / 375 K;
-blocks of 128 (`rasterizer.RASTER_BLOCK_DIM`): cap 56: 946 K / 406 K; 48: 962 K / 399 K;
+blocks of 128 (`RASTER_BLOCK_DIM`): cap 56: 946 K / 406 K; 48: 962 K / 399 K;
 40: 959 K / 376 K; blocks of 64: cap 56: 926 K / 400 K; 48: 941 K / 394 K. With 16 bands per
-thread (round 12): cap 48: 1.048 M / 474 K; 56: 1.033 M / 486 K; 64: 1.011 M / 479 K."""
+thread (round 12): cap 48: 1.048 M / 474 K; 56: 1.033 M / 486 K; 64: 1.011 M / 479 K. Views of
+`rasterizer.WIDE_VIEW_PIXELS` or more use `raster_views_wide` and its cap instead."""
+RASTER_WIDE_MAX_REGISTERS = register_cap("PICTURA_RASTER_WIDE_MAX_REGISTERS", 56)
+"""Register cap of `raster_views_wide` (``PICTURA_RASTER_WIDE_MAX_REGISTERS`` overrides it), set
+through CUDA launch bounds so that its spills may go to shared memory: with 32 bands per
+thread, 192x108 on an H200 (docs/renderer.md round 13): cap 56 511 K agent-steps/s, with
+shared-memory spills 520 K (cap 48 with them 501 K); at 96x54 the spills to shared memory
+lose 3 %, so smaller views keep `raster_views`."""
 
 
-@wp.kernel(cuda_max_registers=RASTER_MAX_REGISTERS)
-def raster_views(
-    # per-view data from view_rays / gather_* / rank_candidates / entry_setup / bin_entries, one row per view
-    view_ray: wp.array2d(dtype=wp.vec4),
-    rec: wp.array2d(dtype=EntryRecord),
-    tile_mask: wp.array2d(dtype=wp.uint32),
+def _raster_views(
+    # per-view data from view_rays / gather_* / rank_candidates / entry_setup / bin_entries:
+    # the launch's views flattened (view_ray 3 rows, rec capacity records, tile_mask bands *
+    # words mask words each), so a load takes one index (a 2-D index costs two negative-index
+    # wraps and two 64-bit products; ~16 instructions per mask word)
+    view_ray: wp.array(dtype=wp.vec4),
+    rec: wp.array(dtype=EntryRecord),
+    tile_mask: wp.array(dtype=wp.uint32),
+    capacity: int,
     # palette
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
@@ -1773,40 +1800,57 @@ def raster_views(
 ):
     """Thread per (view, band group, pixel of a band): one ray through the pixel's centre in
     each band of the group (supersample = 1)."""
-    g = band_group(wp.tid(), view_base, groups_view, inv_groups_view)
-    v = g[0]
+    g = band_group(wp.tid(), groups_view, inv_groups_view)
+    v = view_base + g[0]
     span = group_bands(g[1], bands_per_thread, width, height)
     tiles_x = span[2]
-    words = mask_words(rec.shape[1])
+    words = mask_words(capacity)
+    rec_base = g[0] * capacity
+    mask_row = g[0] * 2 * tiles_x * ((height + _TILE - 1) / _TILE) * words
     for band in range(span[0], span[1]):
         p = band_pixel(band, g[2], tiles_x, inv_tiles_x)
         if p[0] >= width or p[1] >= height:
             continue  # a partial tile's padding
         # The view's ray frame is loaded per band: held across the loop it would take ~10
         # registers, and the walk is register bound (a wider stack frame spills in its loop).
-        r1 = view_ray[v, 1]
+        r1 = view_ray[3 * g[0] + 1]
         color = wp.vec3(0.0)  # an invalid request (slot -1, empty slot, bad step): black
         if r1[3] >= 0.0:
-            r0 = view_ray[v, 0]
-            r2 = view_ray[v, 2]
+            r0 = view_ray[3 * g[0]]
+            r2 = view_ray[3 * g[0] + 2]
             d = pixel_ray(r0, r1, r2, float(p[0]), float(p[1]))
             bg = ray_background(d, r0[3])
-            if band_is_empty(tile_mask, v, band * words, words):
+            if band_is_empty(tile_mask, mask_row + band * words, words):
                 # ~45 % of bands (96x54, pinned scene): ground or sky, no walk set-up. Bit for
                 # bit what trace_ray returns for an empty list (0 + 1 * colour).
                 color = misc_color[bg]
             else:
                 color = trace_ray(
-                    v, d, rec, tile_mask, band * words, face_color, misc_color, bg, pix, near, far, antialias
-                )
+                    d, rec, rec_base, tile_mask, mask_row + band * words, words, face_color, misc_color, bg,
+                    pix, near, far, antialias,
+                )  # fmt: skip
         store_pixel(image_out, out_offset + v, width, p[1], p[0], color)
+
+
+raster_views = wp.kernel(_raster_views, name="raster_views", cuda_max_registers=RASTER_MAX_REGISTERS)
+"""The raster (`_raster_views`) for views under `rasterizer.WIDE_VIEW_PIXELS` pixels, capped at
+`RASTER_MAX_REGISTERS`."""
+raster_views_wide = wp.kernel(
+    _raster_views,
+    name="raster_views_wide",
+    launch_bounds=(RASTER_BLOCK_DIM, max(1, 65536 // (RASTER_WIDE_MAX_REGISTERS * RASTER_BLOCK_DIM))),
+    enable_cuda_smem_spilling=True,
+)
+"""The same raster for larger views: `RASTER_WIDE_MAX_REGISTERS` per thread (the 64 K registers
+of an SM over the blocks the launch bounds ask it to hold), spills in shared memory."""
 
 
 @wp.kernel
 def raster_views_ss(
-    view_ray: wp.array2d(dtype=wp.vec4),
-    rec: wp.array2d(dtype=EntryRecord),
-    tile_mask: wp.array2d(dtype=wp.uint32),
+    view_ray: wp.array(dtype=wp.vec4),
+    rec: wp.array(dtype=EntryRecord),
+    tile_mask: wp.array(dtype=wp.uint32),
+    capacity: int,
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     width: int,
@@ -1826,21 +1870,23 @@ def raster_views_ss(
 ):
     """`raster_views` with ``supersample`` x ``supersample`` rays per pixel, averaged (``pix``
     = 1 / (focal * supersample), a sub-ray's footprint)."""
-    g = band_group(wp.tid(), view_base, groups_view, inv_groups_view)
-    v = g[0]
+    g = band_group(wp.tid(), groups_view, inv_groups_view)
+    v = view_base + g[0]
     span = group_bands(g[1], bands_per_thread, width, height)
     tiles_x = span[2]
-    words = mask_words(rec.shape[1])
+    words = mask_words(capacity)
+    rec_base = g[0] * capacity
+    mask_row = g[0] * 2 * tiles_x * ((height + _TILE - 1) / _TILE) * words
     ss = float(supersample)
     for band in range(span[0], span[1]):
         p = band_pixel(band, g[2], tiles_x, inv_tiles_x)
         if p[0] >= width or p[1] >= height:
             continue
-        r1 = view_ray[v, 1]
+        r1 = view_ray[3 * g[0] + 1]
         color = wp.vec3(0.0)
         if r1[3] >= 0.0:
-            r0 = view_ray[v, 0]
-            r2 = view_ray[v, 2]
+            r0 = view_ray[3 * g[0]]
+            r2 = view_ray[3 * g[0] + 2]
             for sy in range(supersample):
                 for sx in range(supersample):
                     # sub-pixel centres, relative to the pixel centre that r0 points through
@@ -1848,8 +1894,8 @@ def raster_views_ss(
                     w = float(p[1]) + (float(sy) + 0.5) / ss - 0.5
                     d = pixel_ray(r0, r1, r2, u, w)
                     color += trace_ray(
-                        v, d, rec, tile_mask, band * words, face_color, misc_color, ray_background(d, r0[3]),
-                        pix, near, far, antialias,
+                        d, rec, rec_base, tile_mask, mask_row + band * words, words, face_color, misc_color,
+                        ray_background(d, r0[3]), pix, near, far, antialias,
                     )  # fmt: skip
             color = color / (ss * ss)
         store_pixel(image_out, out_offset + v, width, p[1], p[0], color)

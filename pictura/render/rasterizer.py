@@ -30,27 +30,31 @@ HOST_SCRATCH_MAX_BYTES = 1 << 30
 MIN_CHUNK_REQUESTS = 256
 
 
-def _block_dim(name: str, default: int) -> int:
-    """A threads-per-block tuning knob from the environment: a positive multiple of 32 (a warp)."""
-    return kernels.env_int(name, default, lambda x: x > 0 and x % 32 == 0, "a positive multiple of 32 (threads per block)")
-
-
-GATHER_BLOCK_DIM = _block_dim("PICTURA_GATHER_BLOCK_DIM", 64)
+GATHER_BLOCK_DIM = kernels.block_dim("PICTURA_GATHER_BLOCK_DIM", 64)
 """Threads per block of `kernels.gather_views` (``PICTURA_GATHER_BLOCK_DIM`` overrides it, for
 tuning). One thread per view runs a long serial gather, and a call has only ~80 K of them: in
 blocks of 256 an H200 holds two blocks per SM (94 registers), so 320 blocks make an uneven
 second wave; blocks of 64 fit ten per SM and all run at once."""
-RASTER_BLOCK_DIM = _block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
-"""Threads per block of the raster kernels (``PICTURA_RASTER_BLOCK_DIM`` overrides it, for
-tuning): 128 beat 256 and 64 on an H200 (the sweep is at `kernels.RASTER_MAX_REGISTERS`)."""
-RASTER_BANDS_PER_THREAD = kernels.env_int(
-    "PICTURA_RASTER_BANDS_PER_THREAD", 16, lambda x: x >= 1, "a positive integer (bands one raster thread walks)"
-)
+WIDE_VIEW_PIXELS = 10_000
+"""Views of at least this many pixels are drawn by `kernels.raster_views_wide` with
+`RASTER_WIDE_BANDS_PER_THREAD`, smaller ones by `kernels.raster_views` with
+`RASTER_BANDS_PER_THREAD` (measured: 96x54 is faster narrow, 192x108 wide; the threshold lies
+between them, docs/renderer.md round 13)."""
+
+
+def _bands_per_thread(name: str, default: int) -> int:
+    return kernels.env_int(name, default, lambda x: x >= 1, "a positive integer (bands one raster thread walks)")
+
+
+RASTER_BANDS_PER_THREAD = _bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 16)
 """Bands of one view each raster warp shades in turn (`kernels.band_group`;
 ``PICTURA_RASTER_BANDS_PER_THREAD`` overrides it, for tuning): Warp's launch preamble and the
 thread decode are paid once per group. Agent-steps/s of a 20,400-ego call on an H200
 (2026-12-01, docs/renderer.md round 12), 96x54 / 192x108, register cap 48: one band per
 thread (round 11): 994 K / 428 K; 4: 1.039 M / 426 K; 8: 1.045 M / 457 K; 16: 1.048 M / 474 K."""
+RASTER_WIDE_BANDS_PER_THREAD = _bands_per_thread("PICTURA_RASTER_WIDE_BANDS_PER_THREAD", 32)
+"""`RASTER_BANDS_PER_THREAD` for views of `WIDE_VIEW_PIXELS` or more
+(``PICTURA_RASTER_WIDE_BANDS_PER_THREAD``): 32 against 16 gave +1 % at 192x108."""
 
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
@@ -270,9 +274,11 @@ class Renderer:
         focal = self.rig.focal
         cx, cy = self.rig.principal
         chunk = self.chunk_requests(n)
-        threads_per_view, *launch_shape = kernels.raster_launch(W, H, RASTER_BANDS_PER_THREAD)
-        # One ray per pixel (the default) has its own kernel: no sample loop, fewer registers.
-        kernel, pix, ss = kernels.raster_views, 1.0 / focal, []
+        wide = W * H >= WIDE_VIEW_PIXELS
+        bands = RASTER_WIDE_BANDS_PER_THREAD if wide else RASTER_BANDS_PER_THREAD
+        threads_per_view, *launch_shape = kernels.raster_launch(W, H, bands)
+        # One ray per pixel (the default) has its own kernels: no sample loop, fewer registers.
+        kernel, pix, ss = kernels.raster_views_wide if wide else kernels.raster_views, 1.0 / focal, []
         if self.supersample > 1:
             kernel, pix, ss = kernels.raster_views_ss, 1.0 / (focal * self.supersample), [self.supersample]
         rows = out.reshape((n * C, H * W, 3)).view(wp.vec3ub)  # a row of RGB pixels per image: one index per pixel
@@ -288,19 +294,22 @@ class Renderer:
                     device=self.device,
                 )  # fmt: skip
             mask = self._tile_mask(views)
-            mask_rows = mask.reshape((mask.shape[0], mask.shape[1] * mask.shape[2]))
-            for base, count in self._launch_ranges(views, threads_per_view):
+            # a launch's lists and masks go flattened (one index per load), so each must stay
+            # below 2^31 elements, as its threads do
+            per_view = max(threads_per_view, mask.shape[1] * mask.shape[2], self.list_capacity)
+            for base, count in self._launch_ranges(views, per_view):
                 wp.launch(
                     kernel,
                     dim=count * threads_per_view,
                     inputs=[
-                        self._view_ray, self._rec, mask_rows, self._face_color, self._misc_color,
+                        self._view_ray[base : base + count].flatten(), self._rec[base : base + count].flatten(),
+                        mask[base : base + count].flatten(), self.list_capacity, self._face_color, self._misc_color,
                         W, H, pix, self.rig.near, self.rig.far, int(self.antialias), start * C, base,
-                        RASTER_BANDS_PER_THREAD, *launch_shape, *ss,
+                        bands, *launch_shape, *ss,
                     ],
                     outputs=[rows],
                     device=self.device,
-                    block_dim=RASTER_BLOCK_DIM,
+                    block_dim=kernels.RASTER_BLOCK_DIM,
                 )  # fmt: skip
 
     def render_numpy(

@@ -133,6 +133,23 @@ def test_split_launches_do_not_change_the_image(town, width, height):
     assert np.array_equal(split.render_numpy(boxes, lights, requests), whole)
 
 
+@pytest.mark.parametrize(("width", "height", "kw"), [(37, 21, {}), (104, 100, {}), (37, 21, {"supersample": 2})])
+def test_raster_thread_shape_does_not_change_the_image(town, width, height, kw, monkeypatch):
+    # One band per thread is the reference; a ragged group (3 bands), the default group, and the
+    # wide-view kernel (its own register budget and group) must give the same bytes.
+    from pictura.render import rasterizer
+
+    _, _, boxes, lights, requests = town
+    images = []
+    for wide_pixels, bands in ((10**9, 1), (10**9, 3), (10**9, 16), (1, 32)):
+        monkeypatch.setattr(rasterizer, "WIDE_VIEW_PIXELS", wide_pixels)
+        monkeypatch.setattr(rasterizer, "RASTER_BANDS_PER_THREAD", bands)
+        monkeypatch.setattr(rasterizer, "RASTER_WIDE_BANDS_PER_THREAD", bands)
+        images.append(make(town, width=width, height=height, **kw).render_numpy(boxes, lights, requests))
+    for image in images[1:]:
+        assert np.array_equal(image, images[0])
+
+
 @pytest.mark.parametrize(
     ("width", "height", "kw"),
     [(96, 54, {}), (37, 21, {}), (40, 20, {"supersample": 2}), (40, 20, {"antialias": False})],
@@ -206,7 +223,7 @@ def _group_of_thread(
     tids: wp.array(dtype=wp.int32), groups_view: int, inv_groups_view: wp.float64, out: wp.array(dtype=wp.vec3i)
 ):
     i = wp.tid()
-    out[i] = kernels.band_group(tids[i], 0, groups_view, inv_groups_view)
+    out[i] = kernels.band_group(tids[i], groups_view, inv_groups_view)
 
 
 @wp.kernel
@@ -267,9 +284,12 @@ def test_tuning_knobs_name_a_bad_value(monkeypatch):
 
     monkeypatch.setenv("PICTURA_RASTER_BLOCK_DIM", "100")
     with pytest.raises(ValueError, match="PICTURA_RASTER_BLOCK_DIM must be a positive multiple of 32"):
-        rasterizer._block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
+        kernels.block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
     monkeypatch.setenv("PICTURA_RASTER_BLOCK_DIM", "256")
-    assert rasterizer._block_dim("PICTURA_RASTER_BLOCK_DIM", 128) == 256
-    monkeypatch.setenv("PICTURA_RASTER_MAX_REGISTERS", "lots")
-    with pytest.raises(ValueError, match="PICTURA_RASTER_MAX_REGISTERS must be an integer"):
-        kernels._register_cap()
+    assert kernels.block_dim("PICTURA_RASTER_BLOCK_DIM", 128) == 256
+    monkeypatch.setenv("PICTURA_RASTER_WIDE_MAX_REGISTERS", "lots")
+    with pytest.raises(ValueError, match="PICTURA_RASTER_WIDE_MAX_REGISTERS must be an integer"):
+        kernels.register_cap("PICTURA_RASTER_WIDE_MAX_REGISTERS", 56)
+    monkeypatch.setenv("PICTURA_RASTER_BANDS_PER_THREAD", "0")
+    with pytest.raises(ValueError, match="PICTURA_RASTER_BANDS_PER_THREAD must be a positive integer"):
+        rasterizer._bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 16)
