@@ -83,6 +83,30 @@ wp.set_module_options({
     "default_grid_stride": False,
 })  # fmt: skip
 
+
+def env_int(name: str, default: int, ok, requirement: str) -> int:
+    """Integer tuning knob ``name`` from the environment (``default`` when unset); a value that is
+    not an integer or fails ``ok`` is an error naming the variable, the ``requirement`` and the value."""
+    raw = os.environ.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or not ok(value):
+        raise ValueError(f"{name} must be {requirement}, got {raw!r}")
+    return value
+
+
+def register_cap(name: str, default: int) -> int:
+    """Register-cap tuning knob ``name``, checked: an integer CUDA accepts as a per-thread cap."""
+    return env_int(name, default, lambda x: 16 <= x <= 255, "an integer in [16, 255]")
+
+
+def block_dim(name: str, default: int) -> int:
+    """Threads-per-block tuning knob ``name``, checked: a positive multiple of 32 (a warp)."""
+    return env_int(name, default, lambda x: x > 0 and x % 32 == 0, "a positive multiple of 32 (threads per block)")
+
+
 _REF_AGENT = wp.constant(REF_AGENT)
 _REF_LINE = wp.constant(REF_LINE)
 _REF_WALL = wp.constant(REF_WALL)
@@ -768,7 +792,7 @@ def scan_parts(
     list_count_out[v] = wp.min(total, capacity)
 
 
-RANK_THREADS = int(os.environ.get("PICTURA_RANK_THREADS", "512"))
+RANK_THREADS = env_int("PICTURA_RANK_THREADS", 512, lambda x: x >= 1, "a positive integer (threads per view)")
 """Threads per view of `rank_candidates`: thread t ranks candidates t, t + RANK_THREADS, ..., so
 the launch does not grow with the candidate buffer (most views hold a few hundred).
 ``PICTURA_RANK_THREADS`` overrides it, for tuning."""
@@ -1724,29 +1748,6 @@ def ray_background(d: wp.vec3, ground_below: float) -> int:
     if d[2] < -1.0e-6 and ground_below > 0.0:
         return 1
     return 0
-
-
-def env_int(name: str, default: int, ok, requirement: str) -> int:
-    """Integer tuning knob ``name`` from the environment (``default`` when unset); a value that is
-    not an integer or fails ``ok`` is an error naming the variable, the ``requirement`` and the value."""
-    raw = os.environ.get(name, str(default))
-    try:
-        value = int(raw)
-    except ValueError:
-        value = None
-    if value is None or not ok(value):
-        raise ValueError(f"{name} must be {requirement}, got {raw!r}")
-    return value
-
-
-def register_cap(name: str, default: int) -> int:
-    """Register-cap tuning knob ``name``, checked: an integer CUDA accepts as a per-thread cap."""
-    return env_int(name, default, lambda x: 16 <= x <= 255, "an integer in [16, 255]")
-
-
-def block_dim(name: str, default: int) -> int:
-    """Threads-per-block tuning knob ``name``, checked: a positive multiple of 32 (a warp)."""
-    return env_int(name, default, lambda x: x > 0 and x % 32 == 0, "a positive multiple of 32 (threads per block)")
 
 
 RASTER_BLOCK_DIM = block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
