@@ -1628,9 +1628,9 @@ def band_group(tid: int, groups_view: int, inv_groups_view: wp.float64) -> wp.ve
     """(view of the launch, band group, lane) of raster thread ``tid``.
 
     A warp is one (view, group of `raster_launch` bands) and each thread walks its pixel of
-    every band of the group in turn, so Warp's launch preamble, this decode and the view's ray
-    frame are paid once per group instead of once per band (~110 of ~580 warp instructions
-    per band at 192x108, docs/renderer.md round 12). The view is a quotient by the runtime
+    every band of the group in turn, so Warp's launch preamble and this decode are paid once
+    per group instead of once per band (together ~105 of ~580 warp instructions per band at
+    192x108, docs/renderer.md round 12). The view is a quotient by the runtime
     group count, taken through the reciprocal the host passes: an integer division by a
     runtime value is ~30 instructions, the product 4, and exact because (w + 0.5) / groups
     lies at least 0.5 / groups from an integer, far beyond float64 rounding for w < 2^31.
@@ -1656,11 +1656,12 @@ def band_pixel(band: int, lane: int, tiles_x: int, inv_tiles_x: float) -> wp.vec
 
 
 @wp.func
-def group_bands(group: int, bands_per_thread: int, width: int, height: int) -> wp.vec3i:
-    """(first band, end band, tiles per row) of band ``group`` of a width x height view."""
+def group_bands(group: int, bands_per_thread: int, width: int, height: int) -> wp.vec4i:
+    """(first band, end band, tiles per row, bands) of band ``group`` of a width x height view."""
     tiles_x = (width + _TILE - 1) / _TILE
+    bands = 2 * tiles_x * ((height + _TILE - 1) / _TILE)
     first = group * bands_per_thread
-    return wp.vec3i(first, wp.min(first + bands_per_thread, 2 * tiles_x * ((height + _TILE - 1) / _TILE)), tiles_x)
+    return wp.vec4i(first, wp.min(first + bands_per_thread, bands), tiles_x, bands)
 
 
 def raster_launch(width: int, height: int, bands_per_thread: int) -> tuple[int, int, float, float]:
@@ -1807,7 +1808,7 @@ def _raster_views(
     tiles_x = span[2]
     words = mask_words(capacity)
     rec_base = g[0] * capacity
-    mask_row = g[0] * 2 * tiles_x * ((height + _TILE - 1) / _TILE) * words
+    mask_row = g[0] * span[3] * words
     for band in range(span[0], span[1]):
         p = band_pixel(band, g[2], tiles_x, inv_tiles_x)
         if p[0] >= width or p[1] >= height:
@@ -1877,7 +1878,7 @@ def raster_views_ss(
     tiles_x = span[2]
     words = mask_words(capacity)
     rec_base = g[0] * capacity
-    mask_row = g[0] * 2 * tiles_x * ((height + _TILE - 1) / _TILE) * words
+    mask_row = g[0] * span[3] * words
     ss = float(supersample)
     for band in range(span[0], span[1]):
         p = band_pixel(band, g[2], tiles_x, inv_tiles_x)
