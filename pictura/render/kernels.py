@@ -1655,13 +1655,38 @@ def band_pixel(band: int, lane: int, tiles_x: int, inv_tiles_x: float) -> wp.vec
     return wp.vec2i(px, py)
 
 
+@wp.struct
+class RasterGroup:
+    """What a raster thread needs of its band group (`raster_group`)."""
+
+    view: int  # the view within the launch
+    lane: int  # the thread's pixel in each band (`band_pixel`)
+    first: int  # the group's bands: first <= band < end
+    end: int
+    tiles_x: int
+    words: int  # mask words per band
+    rec_base: int  # the view's first record in the launch's flattened lists
+    mask_row: int  # the view's first mask word in the launch's flattened masks
+
+
 @wp.func
-def group_bands(group: int, bands_per_thread: int, width: int, height: int) -> wp.vec4i:
-    """(first band, end band, tiles per row, bands) of band ``group`` of a width x height view."""
-    tiles_x = (width + _TILE - 1) / _TILE
-    bands = 2 * tiles_x * ((height + _TILE - 1) / _TILE)
-    first = group * bands_per_thread
-    return wp.vec4i(first, wp.min(first + bands_per_thread, bands), tiles_x, bands)
+def raster_group(
+    tid: int, groups_view: int, inv_groups_view: wp.float64, bands_per_thread: int, width: int, height: int, capacity: int
+) -> RasterGroup:
+    """Raster thread ``tid``'s view, lane and bands (`band_group`) with its row offsets into the
+    launch's flattened lists and masks, for a width x height view and list ``capacity``."""
+    g = band_group(tid, groups_view, inv_groups_view)
+    r = RasterGroup()
+    r.view = g[0]
+    r.lane = g[2]
+    r.tiles_x = (width + _TILE - 1) / _TILE
+    bands = 2 * r.tiles_x * ((height + _TILE - 1) / _TILE)
+    r.first = g[1] * bands_per_thread
+    r.end = wp.min(r.first + bands_per_thread, bands)
+    r.words = mask_words(capacity)
+    r.rec_base = g[0] * capacity
+    r.mask_row = g[0] * bands * r.words
+    return r
 
 
 def raster_launch(width: int, height: int, bands_per_thread: int) -> tuple[int, int, float, float]:
@@ -1802,36 +1827,30 @@ def _raster_views(
 ):
     """Thread per (view, band group, pixel of a band): one ray through the pixel's centre in
     each band of the group (supersample = 1)."""
-    g = band_group(wp.tid(), groups_view, inv_groups_view)
-    v = view_base + g[0]
-    span = group_bands(g[1], bands_per_thread, width, height)
-    tiles_x = span[2]
-    words = mask_words(capacity)
-    rec_base = g[0] * capacity
-    mask_row = g[0] * span[3] * words
-    for band in range(span[0], span[1]):
-        p = band_pixel(band, g[2], tiles_x, inv_tiles_x)
+    g = raster_group(wp.tid(), groups_view, inv_groups_view, bands_per_thread, width, height, capacity)
+    for band in range(g.first, g.end):
+        p = band_pixel(band, g.lane, g.tiles_x, inv_tiles_x)
         if p[0] >= width or p[1] >= height:
             continue  # a partial tile's padding
         # The view's ray frame is loaded per band: held across the loop it would take ~10
         # registers, and the walk is register bound (a wider stack frame spills in its loop).
-        r1 = view_ray[3 * g[0] + 1]
+        r1 = view_ray[3 * g.view + 1]
         color = wp.vec3(0.0)  # an invalid request (slot -1, empty slot, bad step): black
         if r1[3] >= 0.0:
-            r0 = view_ray[3 * g[0]]
-            r2 = view_ray[3 * g[0] + 2]
+            r0 = view_ray[3 * g.view]
+            r2 = view_ray[3 * g.view + 2]
             d = pixel_ray(r0, r1, r2, float(p[0]), float(p[1]))
             bg = ray_background(d, r0[3])
-            if band_is_empty(tile_mask, mask_row + band * words, words):
+            if band_is_empty(tile_mask, g.mask_row + band * g.words, g.words):
                 # ~45 % of bands (96x54, pinned scene): ground or sky, no walk set-up. Bit for
                 # bit what trace_ray returns for an empty list (0 + 1 * colour).
                 color = misc_color[bg]
             else:
                 color = trace_ray(
-                    d, rec, rec_base, tile_mask, mask_row + band * words, words, face_color, misc_color, bg,
+                    d, rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color, misc_color, bg,
                     pix, near, far, antialias,
                 )  # fmt: skip
-        store_pixel(image_out, out_offset + v, width, p[1], p[0], color)
+        store_pixel(image_out, out_offset + view_base + g.view, width, p[1], p[0], color)
 
 
 raster_views = wp.kernel(_raster_views, name="raster_views", cuda_max_registers=RASTER_MAX_REGISTERS)
@@ -1872,23 +1891,17 @@ def raster_views_ss(
 ):
     """`raster_views` with ``supersample`` x ``supersample`` rays per pixel, averaged (``pix``
     = 1 / (focal * supersample), a sub-ray's footprint)."""
-    g = band_group(wp.tid(), groups_view, inv_groups_view)
-    v = view_base + g[0]
-    span = group_bands(g[1], bands_per_thread, width, height)
-    tiles_x = span[2]
-    words = mask_words(capacity)
-    rec_base = g[0] * capacity
-    mask_row = g[0] * span[3] * words
+    g = raster_group(wp.tid(), groups_view, inv_groups_view, bands_per_thread, width, height, capacity)
     ss = float(supersample)
-    for band in range(span[0], span[1]):
-        p = band_pixel(band, g[2], tiles_x, inv_tiles_x)
+    for band in range(g.first, g.end):
+        p = band_pixel(band, g.lane, g.tiles_x, inv_tiles_x)
         if p[0] >= width or p[1] >= height:
             continue
-        r1 = view_ray[3 * g[0] + 1]
+        r1 = view_ray[3 * g.view + 1]
         color = wp.vec3(0.0)
         if r1[3] >= 0.0:
-            r0 = view_ray[3 * g[0]]
-            r2 = view_ray[3 * g[0] + 2]
+            r0 = view_ray[3 * g.view]
+            r2 = view_ray[3 * g.view + 2]
             for sy in range(supersample):
                 for sx in range(supersample):
                     # sub-pixel centres, relative to the pixel centre that r0 points through
@@ -1896,11 +1909,11 @@ def raster_views_ss(
                     w = float(p[1]) + (float(sy) + 0.5) / ss - 0.5
                     d = pixel_ray(r0, r1, r2, u, w)
                     color += trace_ray(
-                        d, rec, rec_base, tile_mask, mask_row + band * words, words, face_color, misc_color,
+                        d, rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color, misc_color,
                         ray_background(d, r0[3]), pix, near, far, antialias,
                     )  # fmt: skip
             color = color / (ss * ss)
-        store_pixel(image_out, out_offset + v, width, p[1], p[0], color)
+        store_pixel(image_out, out_offset + view_base + g.view, width, p[1], p[0], color)
 
 
 @wp.kernel
