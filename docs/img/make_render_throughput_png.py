@@ -25,6 +25,7 @@ RUNS = (  # label, file: every "render_throughput" line of the pinned scene
     ("2026-12-01, eighth session, round 11 (per-band bin margins, one store per pixel)", "2026-12-01_h200_render_session8.jsonl"),
     ("2026-12-01, ninth session, round 12 (16 bands per raster thread)", "2026-12-01_h200_render_session9_round12_sweep.jsonl"),
     ("2026-12-01, ninth session, round 13 (lean launches, a wide-view kernel)", "2026-12-01_h200_render_session9.jsonl"),
+    ("2026-12-01, tenth session, round 14 (integer ranking, tighter line bins)", "2026-12-01_h200_render_session10.jsonl"),
 )
 ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
 

@@ -799,10 +799,31 @@ the launch does not grow with the candidate buffer (most views hold a few hundre
 _RANK_THREADS = wp.constant(RANK_THREADS)
 
 
+@wp.func
+def count_below(
+    bits4: wp.array(dtype=wp.vec4i), q0: int, q1: int, key: int, rank: int, capacity: int
+) -> int:
+    """``rank`` plus the number of values below ``key`` in the blocks ``bits4[q0:q1]`` of 4, or
+    any count >= ``capacity`` once it gets there (the caller drops such a candidate)."""
+    r = rank
+    q = q0
+    # One index (and address) per 4 values; one exit test per block: the rank only grows, so
+    # stopping after a block instead of after the exact compare keeps the result.
+    while q < q1 and r < capacity:
+        b = bits4[q]
+        r += wp.where(b[0] < key, 1, 0) + wp.where(b[1] < key, 1, 0)
+        r += wp.where(b[2] < key, 1, 0) + wp.where(b[3] < key, 1, 0)
+        q += 1
+    return r
+
+
 @wp.kernel
 def rank_candidates(
     cand_ref: wp.array2d(dtype=wp.int32),
-    cand_bound: wp.array2d(dtype=wp.float32),
+    # the launch's candidate bounds, flattened (``cand_cap`` per view, a multiple of 4) and read
+    # as int32 (a bound is a float >= +0, whose bits order as integers do), and as blocks of 4
+    cand_bits: wp.array(dtype=wp.int32),
+    cand_bits4: wp.array(dtype=wp.vec4i),
     cand_count: wp.array(dtype=wp.int32),
     capacity: int,
     view_base: int,
@@ -814,34 +835,34 @@ def rank_candidates(
     The order is exactly the stable bounded insertion sort's (ties keep gather order), so the
     list is the same as `list_insert` builds. A view that overflowed the buffer ranks the
     buffer (its first ``cand_cap`` candidates in gather order: the sort's state at that point);
-    `gather_views` mode 1 inserts the rest.
+    `gather_views` mode 1 inserts the rest. The tie-break costs no compare: a candidate before
+    j counts when its bound is <= j's (its bits below j's + 1), one after it when it is < j's;
+    whole blocks of 4 on either side of j's block are branch-free integer counts
+    (`count_below`).
     """
     tid = wp.tid()
-    v = view_base + tid / _RANK_THREADS
-    n = wp.min(cand_count[v], cand_ref.shape[1])
-    for j in range(tid - (tid / _RANK_THREADS) * _RANK_THREADS, n, _RANK_THREADS):
-        b = cand_bound[v, j]
-        rank = int(0)
-        # Blocks of 4 independent loads and compares, then one exit test: the rank only grows,
-        # and a candidate is dropped once it reaches capacity, so stopping after a block instead
-        # of after the exact compare keeps the result.
-        i = int(0)
-        while i + 4 <= n and rank < capacity:
-            b0 = cand_bound[v, i]
-            b1 = cand_bound[v, i + 1]
-            b2 = cand_bound[v, i + 2]
-            b3 = cand_bound[v, i + 3]
-            rank += wp.where(b0 < b or (b0 == b and i < j), 1, 0) + wp.where(b1 < b or (b1 == b and i + 1 < j), 1, 0)
-            rank += wp.where(b2 < b or (b2 == b and i + 2 < j), 1, 0) + wp.where(b3 < b or (b3 == b and i + 3 < j), 1, 0)
-            i += 4
-        while i < n and rank < capacity:
-            bi = cand_bound[v, i]
-            if bi < b or (bi == b and i < j):
-                rank += 1
-            i += 1
+    cand_cap = cand_ref.shape[1]
+    view = tid / _RANK_THREADS
+    v = view_base + view
+    row = view * cand_cap
+    n = wp.min(cand_count[v], cand_cap)
+    full = n / 4  # whole blocks of 4 candidates
+    for j in range(tid - view * _RANK_THREADS, n, _RANK_THREADS):
+        key = cand_bits[row + j]
+        jq = j / 4
+        rank = count_below(cand_bits4, row / 4, row / 4 + jq, key + 1, 0, capacity)
+        rank = count_below(cand_bits4, row / 4 + jq + 1, row / 4 + full, key, rank, capacity)
+        # j's own block, and the last partial block when j lies before it
+        for e in range(4):
+            i = 4 * jq + e
+            if i < n and i != j:
+                rank += wp.where(cand_bits[row + i] < key + wp.where(i < j, 1, 0), 1, 0)
+        if jq < full:
+            for i in range(4 * full, n):
+                rank += wp.where(cand_bits[row + i] < key, 1, 0)
         if rank < capacity:
             list_ref_out[v, rank] = cand_ref[v, j]
-            list_bound_out[v, rank] = b
+            list_bound_out[v, rank] = wp.cast(key, wp.float32)
 
 
 # ---- per-entry setup: camera-relative records and tight screen bins -----------------------
@@ -958,6 +979,7 @@ def quad_bin(
     cx: float,
     cy: float,
     clip: float,
+    end_shift: float,
     v: int,
     k: int,
     edge_out: wp.array3d(dtype=wp.vec3),
@@ -966,8 +988,9 @@ def quad_bin(
 
     The (up to 5-gon) clipped polygon projects to a convex polygon; its first ``_EDGES`` edges
     are written as unit lines (a, b, c), inside where a u + b w + c >= 0 (any subset of a convex
-    polygon's edges bounds it, so dropping one stays conservative). Degenerate polygons
-    (seen edge-on) keep only the rectangle.
+    polygon's edges bounds it, so dropping one stays conservative). The edges along the quad's
+    edges p1 p2 and p3 p0 (a ground line's ends) and along the clip plane are moved out by
+    ``end_shift`` px. Degenerate polygons (seen edge-on) keep only the rectangle.
     """
     xq = wp.vec4(0.0)
     yq = wp.vec4(0.0)
@@ -986,17 +1009,23 @@ def quad_bin(
         zq[i] = q[2]
     us = vec5(0.0)
     ws = vec5(0.0)
+    # Bit n: the polygon edge from vertex n lies along p1 p2, p3 p0 or the clip line. A kept
+    # corner i, and the point where the outline comes back in front of the plane, start a piece
+    # of quad edge i; the point where it goes behind starts a piece of the clip line.
+    shifted = int(0)
     n = int(0)
     for i in range(4):
         j = (i + 1) % 4
         if xq[i] >= clip:
             us[n] = cx - focal * yq[i] / xq[i]
             ws[n] = cy - focal * zq[i] / xq[i]
+            shifted = shifted | ((i % 2) << n)
             n += 1
         if (xq[i] >= clip) != (xq[j] >= clip):
             s = (clip - xq[i]) / (xq[j] - xq[i])
             us[n] = cx - focal * (yq[i] + s * (yq[j] - yq[i])) / clip
             ws[n] = cy - focal * (zq[i] + s * (zq[j] - zq[i])) / clip
+            shifted = shifted | (wp.where(xq[j] >= clip, i % 2, 1) << n)
             n += 1
     rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
     if n < 3:
@@ -1016,7 +1045,8 @@ def quad_bin(
             if ln > 1.0e-6:
                 a = -sgn * dw / ln
                 b = sgn * du / ln
-                edge_out[v, k, i] = wp.vec3(a, b, -(a * us[i] + b * ws[i]))
+                shift = wp.where(((shifted >> i) & 1) == 1, end_shift, 0.0)
+                edge_out[v, k, i] = wp.vec3(a, b, shift - (a * us[i] + b * ws[i]))
     return rect
 
 
@@ -1123,7 +1153,13 @@ def entry_setup(
             dn = wp.vec3(-uy * hw, ux * hw, 0.0)
             pa = wp.vec3(a[0], a[1], zm) - du
             pb = wp.vec3(b[0], b[1], zm) + du
-            rect = quad_bin(pa + dn, pb + dn, pb - dn, pa - dn, o, basis, focal, cx, cy, clip, v, k, edge_out)
+            # `bin_entries` grows every edge by the band's angular margin (`bin_margin`), which
+            # holds across a line; its ends need `BIN_LINE_MARGIN_PX`, so they move out by that
+            # less the smallest band margin (at the principal point).
+            end_shift = wp.max(_LINE_MARGIN - bin_margin(0.0, 0.0, focal), 0.0)
+            rect = quad_bin(
+                pa + dn, pb + dn, pb - dn, pa - dn, o, basis, focal, cx, cy, clip, end_shift, v, k, edge_out
+            )
     elif kind == _REF_WALL:
         a = wall_a[i]
         b = wall_b[i]
@@ -1141,7 +1177,7 @@ def entry_setup(
         r2 = wp.vec4(0.0, 0.0, 0.0, float(kind))
         if bin == 1 and seg_len > 0.0:
             hz = wp.vec3(0.0, 0.0, h)
-            rect = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, v, k, edge_out)
+            rect = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, 0.0, v, k, edge_out)
     else:
         p = light_pos[i]
         hd = light_heading[i]
@@ -1187,7 +1223,6 @@ def entry_setup(
 @wp.kernel
 def bin_entries(
     list_count: wp.array(dtype=wp.int32),
-    list_ref: wp.array2d(dtype=wp.int32),
     tile_range: wp.array2d(dtype=wp.vec4i),
     entry_edge: wp.array3d(dtype=wp.vec3),
     tiles_x: int,
@@ -1207,10 +1242,11 @@ def bin_entries(
 
     An entry is kept in a band when its tile range (`entry_setup`) holds the tile and no edge
     line of its outline (its projected polygon's, or its screen rectangle's) has the whole band,
-    grown by the band's `entry_margin` (lines: at least `BIN_LINE_MARGIN_PX`), on its outside.
-    The margin grows off axis, where a pixel spans a smaller angle: 0.08 px at the image
-    centre, 0.34 px in the corners of the default rig (Table 3) at 96x54, against 1.5 px for
-    every kind before. Each entry visits only the tiles of its range. Bits are set with an integer
+    grown by the band's `bin_margin`, on its outside. The margin grows off axis, where a pixel
+    spans a smaller angle: 0.08 px at the image centre, 0.34 px in the corners of the default
+    rig (Table 3) at 96x54, against 1.5 px for every kind before. Across a ground line its
+    coverage reaches at most half a footprint past the strip too; its ends reach up to
+    `BIN_LINE_MARGIN_PX`, and `quad_bin` moved those edges out. Each entry visits only the tiles of its range. Bits are set with an integer
     atomic OR, whose result does not depend on the order of the writes: the masks are the same
     words on every run. Entries keep their depth order inside every band (bit k is list slot k).
     """
@@ -1221,7 +1257,6 @@ def bin_entries(
     if k >= list_count[v]:
         return
     q = tile_range[v, k]
-    kind = list_ref[v, k] >> _REF_SHIFT
     if bin_mode == 0:
         q = wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
     bit = wp.uint32(1) << wp.uint32(k - (k / 32) * 32)
@@ -1236,8 +1271,8 @@ def bin_entries(
             u0 = float(tx * _TILE)
             u1 = u0 + float(_TILE)
             du = wp.max(wp.abs(u0 - cx), wp.abs(u1 - cx))
-            m0 = entry_margin(kind, du, dw0, focal)
-            m1 = entry_margin(kind, du, dw1, focal)
+            m0 = bin_margin(du, dw0, focal)
+            m1 = bin_margin(du, dw1, focal)
             in0 = int(1)
             in1 = int(1)
             for e in range(_EDGES * (bin_mode / 2)):

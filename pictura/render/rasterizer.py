@@ -115,8 +115,9 @@ class Renderer:
         # Unsorted candidates kept per view before ranking (8 bytes each). 2048 holds every view
         # of the 8 CARLA towns at far = 120 m (at most ~970 seen, docs/renderer.md); a view with
         # more continues its ranked buffer with the serial sorted insert (`gather_views` mode
-        # 1), so this bounds memory, never the result.
-        self._cand_capacity = max(2 * self.list_capacity, 2048)
+        # 1), so this bounds memory, never the result. A multiple of 4: `rank_candidates` reads
+        # the bounds in blocks of 4.
+        self._cand_capacity = -(-max(2 * self.list_capacity, 2048) // 4) * 4
         # Pass 1 of the cull over (view, part) threads (1) or one thread per view (0). The H200
         # measured the per-view gather faster (9.5 ms vs 12.2 ms per 20,400-ego call at 96x54);
         # both build the same candidate buffer.
@@ -188,6 +189,8 @@ class Renderer:
         """Allocate the per-view buffers (`_scratch_shapes`) for a chunk of ``views`` views."""
         if views <= self._scratch_views:
             return
+        if self._cand_capacity % 4:
+            raise ValueError(f"the candidate buffer must hold a multiple of 4 entries, got {self._cand_capacity}")
         for name, (shape, dtype) in self._scratch_shapes().items():
             setattr(self, name, wp.zeros((views, *shape), dtype=dtype, device=self.device))
         self._scratch_views = views
@@ -516,11 +519,15 @@ class Renderer:
                     block_dim=GATHER_BLOCK_DIM,
                 )  # fmt: skip
             if mode == 0:
-                for base, count in self._launch_ranges(views, kernels.RANK_THREADS):
+                # the flattened bounds, like the threads, must stay below 2^31 per launch
+                for base, count in self._launch_ranges(views, max(kernels.RANK_THREADS, cand)):
+                    bits = self._cand_bound[base : base + count].flatten().view(wp.int32)
                     wp.launch(
                         kernels.rank_candidates,
                         dim=count * kernels.RANK_THREADS,
-                        inputs=[self._cand_ref, self._cand_bound, self._cand_count, k, base],
+                        inputs=[
+                            self._cand_ref, bits, bits.reshape((-1, 4)).view(wp.vec4i), self._cand_count, k, base,
+                        ],
                         outputs=[self._list_ref, self._list_bound],
                         device=self.device,
                     )
@@ -551,7 +558,7 @@ class Renderer:
                 kernels.bin_entries,
                 dim=count * k,
                 inputs=[
-                    self._list_count, self._list_ref, self._tile_range, self._entry_edge, tiles_x, tiles_y, focal, cx, cy, base,
+                    self._list_count, self._tile_range, self._entry_edge, tiles_x, tiles_y, focal, cx, cy, base,
                     self._bin_mode,
                 ],
                 outputs=[mask],

@@ -31,6 +31,33 @@ def make(town, width=32, height=18, **kw) -> Renderer:
     return Renderer([road_map], layout, CameraRig(width=width, height=height), **kw)
 
 
+@pytest.mark.parametrize("capacity", [1, 5, 12, 40])
+def test_ranking_breaks_ties_by_gather_order_in_every_block_position(capacity):
+    # Hand-made buffers: many equal bounds (0.0 among them), counts that end inside a block of 4
+    # and on one; each view's list must be NumPy's stable sort, cut at the capacity.
+    rng = np.random.default_rng(3)
+    cand_cap, counts = 40, np.array([40, 37, 13, 4, 3, 1, 0], np.int32)
+    bound = rng.choice(np.array([0.0, 0.5, 0.5000001, 2.0, 7.25], np.float32), (len(counts), cand_cap))
+    ref = rng.permutation(len(counts) * cand_cap).astype(np.int32).reshape(len(counts), cand_cap)
+    bits = wp.array(bound.reshape(-1).view(np.int32), dtype=wp.int32, device="cpu")
+    list_ref = wp.full((len(counts), capacity), -1, dtype=wp.int32, device="cpu")
+    list_bound = wp.zeros((len(counts), capacity), dtype=wp.float32, device="cpu")
+    wp.launch(
+        kernels.rank_candidates, dim=len(counts) * kernels.RANK_THREADS,
+        inputs=[
+            wp.array(ref, dtype=wp.int32, device="cpu"), bits, bits.reshape((-1, 4)).view(wp.vec4i),
+            wp.array(counts, dtype=wp.int32, device="cpu"), capacity, 0,
+        ],
+        outputs=[list_ref, list_bound], device="cpu",
+    )  # fmt: skip
+    for v, n in enumerate(counts):
+        order = np.argsort(bound[v, :n], kind="stable")[:capacity]
+        kept = min(n, capacity)
+        assert np.array_equal(list_ref.numpy()[v, :kept], ref[v, order])
+        assert np.array_equal(list_bound.numpy()[v, :kept], bound[v, order])
+        assert (list_ref.numpy()[v, kept:] == -1).all()
+
+
 def test_ranked_list_is_the_stable_sort_of_the_candidates(town):
     _, _, boxes, lights, requests = town
     r = make(town, list_capacity=24)
@@ -48,7 +75,7 @@ def test_ranked_list_is_the_stable_sort_of_the_candidates(town):
         assert np.array_equal(bound[v, : n[v]], cand_bound[v, order])
 
 
-@pytest.mark.parametrize("cand_capacity", [5, 24, 40])
+@pytest.mark.parametrize("cand_capacity", [4, 24, 40])
 def test_overflowed_views_get_the_stable_sort_of_all_their_candidates(town, cand_capacity):
     # Reference: a buffer that holds every candidate in gather order, sorted stably by NumPy.
     # A view that overflows a small buffer ranks the buffer, then insertion-sorts the rest into

@@ -1,0 +1,162 @@
+"""What the raster's walk visits, per band, on the pinned scene (one JSON line per resolution).
+
+    PICTURA_DATA=../shared/data python benchmarks/render_walk_stats.py                # CPU, 1 world
+    python benchmarks/render_walk_stats.py --resolutions 96x54,192x108 --check-bins
+
+The scene is `render_throughput.py`'s pinned one (``--worlds`` worlds of Town10HD, or the
+procedural town without a data root). After one `Renderer.render`, a diagnostic kernel repeats
+the walk of `kernels.trace_ray` for every pixel (same band masks, same order, same stop rule:
+the next entry's bound lies behind an opaque fragment) and records, per band, which entries
+any of its pixels walked and which of those left a fragment (coverage > 0) in at least one
+of them. The line gives, per non-empty band, the entries binned, walked and drawing, by kind:
+the walk's cost is the entries walked, its useful work the ones drawing.
+
+``--check-bins`` also renders every view with each entry binned to every band
+(``Renderer._bin_mode = 0``) and reports how many pixels differ from the tight bins: any
+difference means the binning dropped an entry that draws (it must be 0).
+"""
+
+# Warp needs `x = int(0)` / `float(0.0)` to declare a local it mutates in a loop (a bare
+# literal becomes a constant), hence UP018 is off in this file.
+# ruff: noqa: UP018
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import warp as wp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.render_throughput import load_scene, pick_sources, spawn_scene  # noqa: E402
+from pictura.render import CameraRig, Renderer, kernels  # noqa: E402
+
+KINDS = {"agent": kernels.REF_AGENT, "line": kernels.REF_LINE, "wall": kernels.REF_WALL, "light": kernels.REF_LIGHT}
+
+
+@wp.kernel
+def walk_bands(
+    view_ray: wp.array(dtype=wp.vec4),
+    rec: wp.array(dtype=kernels.EntryRecord),
+    tile_mask: wp.array(dtype=wp.uint32),
+    capacity: int,
+    face_color: wp.array(dtype=wp.vec3),
+    misc_color: wp.array(dtype=wp.vec3),
+    width: int,
+    height: int,
+    pix: float,
+    near: float,
+    far: float,
+    bands: int,
+    walked_out: wp.array(dtype=wp.uint32),
+    drawn_out: wp.array(dtype=wp.uint32),
+):
+    """Thread per (view, band, pixel of the band): `trace_ray`'s walk; sets bit k of the band's
+    ``walked_out`` / ``drawn_out`` words when the pixel walks / gets coverage from entry k."""
+    tid = wp.tid()
+    band_id = tid / 32
+    v = band_id / bands
+    band = band_id - v * bands
+    tiles_x = (width + kernels.TILE_PX - 1) / kernels.TILE_PX
+    p = kernels.band_pixel(band, tid - band_id * 32, tiles_x, 1.0 / float(tiles_x))
+    r1 = view_ray[3 * v + 1]
+    if p[0] >= width or p[1] >= height or r1[3] < 0.0:
+        return
+    d = kernels.pixel_ray(view_ray[3 * v], r1, view_ray[3 * v + 2], float(p[0]), float(p[1]))
+    g = kernels.ground_frame(d, pix)
+    words = kernels.mask_words(capacity)
+    base = band_id * words
+    t_opaque = float(1.0e30)
+    done = int(0)
+    for wd in range(words):
+        bits = tile_mask[base + wd]
+        if done == 1:
+            break
+        while bits != wp.uint32(0):
+            low = bits & (~bits + wp.uint32(1))
+            bits = bits ^ low
+            e = rec[v * capacity + wd * 32 + wp.bit_count(low - wp.uint32(1))]
+            if e.bound >= t_opaque:
+                done = 1
+                break
+            wp.atomic_or(walked_out, base + wd, low)
+            f = kernels.record_fragment(
+                e.r0, e.r1, e.r2, int(e.r2[3]), d, g, face_color, misc_color[2], pix, near, far, 1
+            )
+            if f[4] > 0.0:
+                wp.atomic_or(drawn_out, base + wd, low)
+                if f[4] >= kernels._OPAQUE:
+                    t_opaque = wp.min(t_opaque, f[0])
+
+
+def entry_bits(words: np.ndarray, capacity: int) -> np.ndarray:
+    """(views, bands, words) uint32 masks -> (views, bands, capacity) bool, bit k = entry k."""
+    b = np.unpackbits(words.view(np.uint8).reshape(*words.shape, 4), axis=-1, bitorder="little")
+    return b.reshape(*words.shape[:2], -1)[..., :capacity].astype(bool)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cpu", help="Warp device (default cpu)")
+    p.add_argument("--map", default="auto", help="map source (default: carla:Town10HD, else procedural:seed=0)")
+    p.add_argument("--worlds", type=int, default=1, help="worlds of 128 slots (default 1)")
+    p.add_argument("--agents", type=int, default=120, help="agents per world (default 120)")
+    p.add_argument("--parked", type=int, default=32, help="parked cars per world (default 32)")
+    p.add_argument("--resolutions", default="96x54", help="comma-separated WxH (default 96x54)")
+    p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
+    p.add_argument("--check-bins", action="store_true", help="also compare against every-band binning")
+    args = p.parse_args(argv)
+    wp.config.quiet = True
+    wp.init()
+    road_maps = [load_scene(source) for source in pick_sources("pinned", args.map)]
+    spawn = SimpleNamespace(worlds=args.worlds, slots_per_world=128, parked=args.parked, spawn="sim")
+    layout, boxes, lights, _ = spawn_scene(road_maps, (args.agents, args.agents), spawn, args.device)
+    egos = np.flatnonzero(boxes[: layout.num_slots, 7] >= 0).astype(np.int32)
+    requests = np.stack([np.zeros(len(egos), np.int32), egos], 1)
+    for res in args.resolutions.split(","):
+        w, h = (int(x) for x in res.split("x"))
+        rig = CameraRig(width=w, height=h)
+        r = Renderer(road_maps, layout, rig, device=args.device, list_capacity=args.capacity, chunk_size=len(egos))
+        images = r.render_numpy(boxes[None], lights[None], requests)
+        views = len(egos) * rig.num_cameras
+        mask = r._tile_mask(views)
+        bands, words = mask.shape[1], mask.shape[2]
+        walked = wp.zeros(views * bands * words, dtype=wp.uint32, device=args.device)
+        drawn = wp.zeros_like(walked)
+        wp.launch(
+            walk_bands, dim=views * bands * 32,
+            inputs=[
+                r._view_ray.flatten(), r._rec.flatten(), mask.flatten(), args.capacity, r._face_color, r._misc_color,
+                w, h, 1.0 / rig.focal, rig.near, rig.far, bands,
+            ],
+            outputs=[walked, drawn], device=args.device,
+        )  # fmt: skip
+        binned = entry_bits(mask.numpy()[:views], args.capacity)
+        walked_b = entry_bits(walked.numpy().reshape(views, bands, words), args.capacity)
+        drawn_b = entry_bits(drawn.numpy().reshape(views, bands, words), args.capacity)
+        kind = r._rec.numpy()[:views]["r2"][:, :, 3].astype(int)[:, None, :]
+        nonempty = binned.any(-1)
+        row = {
+            "name": "render_walk_stats", "device": args.device, "map": road_maps[0].name, "resolution": res,
+            "views": views, "bands_per_view": bands, "nonempty_bands": round(float(nonempty.mean()), 4),
+        }  # fmt: skip
+        for label, sel in [("all", np.ones_like(kind, bool)), *((n, kind == k) for n, k in KINDS.items())]:
+            row[label] = {
+                name: round(float((bits & sel).sum(-1)[nonempty].mean()), 3)
+                for name, bits in (("binned", binned), ("walked", walked_b), ("drawn", drawn_b))
+            }
+        if args.check_bins:
+            r_all = Renderer(road_maps, layout, rig, device=args.device, list_capacity=args.capacity, chunk_size=len(egos))
+            r_all._bin_mode = 0
+            reference = r_all.render_numpy(boxes[None], lights[None], requests)
+            row["pixels_differing_from_every_band_bins"] = int((reference != images).any(-1).sum())
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
