@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mem-chunk", type=int, default=2048, help="egos of the chunk whose memory is reported")
     p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
     p.add_argument("--supersample", type=int, default=1, help="rays per pixel per axis")
-    p.add_argument("--gather", choices=("views", "parts"), default="views", help="pass-1 cull threads")
+    p.add_argument("--gather", choices=("auto", "lanes", "views"), default="auto", help="pass-1 cull threads (auto: lanes on CUDA, views on the CPU)")
     p.add_argument("--profile", action="store_true", help="also time each kernel of one render call")
     p.add_argument("--resolutions", default=",".join(f"{w}x{h}" for w, h in RESOLUTIONS))
     p.add_argument(
@@ -264,7 +264,8 @@ def main(argv: list[str] | None = None) -> None:
             road_maps, layout, rig, device=args.device, list_capacity=args.capacity,
             chunk_size=chunk or None, supersample=args.supersample,
         )  # fmt: skip
-        r._parallel_gather = int(args.gather == "parts")
+        if args.gather != "auto":
+            r._gather = args.gather
         return r
 
     renderer = make_renderer(args.chunk)

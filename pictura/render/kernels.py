@@ -3,17 +3,16 @@
 One Warp module (one compile). A *view* is one (request, camera) pair; views of a chunk are
 numbered ``v = (request - request_offset) * C + camera``.
 
-1. `view_setup` (thread per view) builds the camera basis from the ego's box and the grid
-   query (cells under the camera's horizontal field of view, a sector of radius ``far``);
-   `gather_parts` (thread per (view, part)) gathers, per part, a block of snapshot rows (the
-   world's agents, in its slot range at the request's step as the slot-table history says,
-   then its parked cars) or a run of grid cells of one query row, rejecting what
-   lies outside the frustum with a bounding-sphere test. Run twice (count; `scan_parts` turns
-   the counts into offsets; write at the part's offset) it fills a per-view candidate buffer,
-   with a lower bound on each candidate's ray distance, exactly as the serial `gather_views`
-   (thread per view, mode 0) does. A view with more candidates than the buffer holds gets the
-   ranked buffer (step 2) continued by `gather_views` mode 1: a bounded, stable insertion sort
-   of the candidates past the buffer (the farthest drop).
+1. `gather_lanes` (a block of `GATHER_LANES` threads per view) builds the camera basis from the
+   ego's box and the grid query (cells under the camera's horizontal field of view, a sector of
+   radius ``far``), then walks, 32 candidates a round, the world's agents (its slot range at
+   the request's step, as the slot-table history says), its parked cars and the query's cell
+   rows, rejecting what lies outside the frustum with a bounding-sphere test; each round's
+   survivors go to the per-view candidate buffer in lane order, with a lower bound on their
+   ray distance: exactly what the serial `gather_views` (thread per view, mode 0; the CPU's
+   path and the occlusion query's) appends. A view with more candidates than the buffer
+   holds gets the ranked buffer (step 2) continued by `gather_views` mode 1: a bounded, stable
+   insertion sort of the candidates past the buffer (the farthest drop).
 2. `rank_candidates` (``RANK_THREADS`` threads per view, each ranking every RANK_THREADS-th
    candidate): scatters each candidate to its rank by (bound, gather order) and keeps the ``K``
    nearest: the same list the insertion sort builds, but with no O(K) shifting in global
@@ -421,6 +420,72 @@ def grid_query(
     return clamped_cells(wp.vec2(box[0], box[1]), wp.vec2(box[2], box[3]), org, cell_size, nx, ny)
 
 
+@wp.struct
+class ViewCamera:
+    """View v's request and camera (`view_camera`); ``valid`` 0 for an invalid request."""
+
+    valid: int
+    step: int
+    slot: int
+    row: int  # of the slot-table history at the request's step
+    world: int
+    origin: wp.vec3
+    yaw: float
+    basis: wp.mat33
+
+
+@wp.func
+def view_camera(
+    agent_box: wp.array3d(dtype=wp.float32),
+    requests: wp.array2d(dtype=wp.int32),
+    request_offset: int,
+    v: int,
+    num_cams: int,
+    cam_extr: wp.array2d(dtype=wp.float32),
+    slot_table: wp.array2d(dtype=wp.int32),
+    num_slots: int,
+) -> ViewCamera:
+    """The request and camera of view v (request ``request_offset + v / num_cams``). An invalid
+    request (a step outside the history, a slot outside the layout or empty) renders black;
+    `Renderer.validate_requests` reports it on the host."""
+    c = ViewCamera()
+    r = request_offset + v / num_cams
+    cam = v - (v / num_cams) * num_cams
+    c.step = requests[r, 0]
+    c.slot = requests[r, 1]
+    c.valid = 0
+    if c.step < 0 or c.step >= agent_box.shape[0] or c.slot < 0 or c.slot >= num_slots:
+        return c
+    if agent_box[c.step, c.slot, 7] < 0.0:
+        return c
+    c.valid = 1
+    c.row = table_row(slot_table, c.step)
+    c.world = table_slot_world(slot_table, c.row, c.slot)
+    c.origin = camera_origin(agent_box, c.step, c.slot, cam_extr, cam)
+    c.yaw = agent_box[c.step, c.slot, 3] + cam_extr[cam, 3]
+    c.basis = camera_basis(c.yaw, cam_extr[cam, 4])
+    return c
+
+
+@wp.func
+def store_view(
+    c: ViewCamera,
+    agent_box: wp.array3d(dtype=wp.float32),
+    v: int,
+    view_origin_out: wp.array(dtype=wp.vec3),
+    view_basis_out: wp.array(dtype=wp.mat33),
+    view_step_out: wp.array(dtype=wp.int32),
+    view_world_out: wp.array(dtype=wp.int32),
+    view_ground_out: wp.array(dtype=wp.float32),
+):
+    """The per-view outputs of a gather for a valid view ``c``."""
+    view_origin_out[v] = c.origin
+    view_basis_out[v] = c.basis
+    view_step_out[v] = c.step
+    view_world_out[v] = c.world
+    view_ground_out[v] = agent_box[c.step, c.slot, 2]
+
+
 @wp.kernel
 def gather_views(
     # snapshot history and requests
@@ -479,56 +544,40 @@ def gather_views(
     list_bound_out: wp.array2d(dtype=wp.float32),
     list_count_out: wp.array(dtype=wp.int32),
 ):
-    tid = wp.tid()
-    v = tid
+    v = wp.tid()
     if mode == 1:
         if cand_count_out[v] <= cand_cap:
             return
-    r = request_offset + v / num_cams
-    cam = v - (v / num_cams) * num_cams
-    step = requests[r, 0]
-    slot = requests[r, 1]
     if mode == 0:
         cand_count_out[v] = 0
     list_count_out[v] = 0
     view_world_out[v] = -1
     view_step_out[v] = 0
-    # Invalid requests render black (validate_requests reports them on the host).
-    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= num_slots:
+    c = view_camera(agent_box, requests, request_offset, v, num_cams, cam_extr, slot_table, num_slots)
+    if c.valid == 0:
         return
-    if agent_box[step, slot, 7] < 0.0:
-        return
-    row = table_row(slot_table, step)
-    world = table_slot_world(slot_table, row, slot)
-    o = camera_origin(agent_box, step, slot, cam_extr, cam)
-    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
-    basis = camera_basis(yaw, cam_extr[cam, 4])
-    view_origin_out[v] = o
-    view_basis_out[v] = basis
-    view_step_out[v] = step
-    view_world_out[v] = world
-    view_ground_out[v] = agent_box[step, slot, 2]
+    store_view(c, agent_box, v, view_origin_out, view_basis_out, view_step_out, view_world_out, view_ground_out)
 
     n = int(0)
     # Agents of the ego's world (never the ego itself, never another world's).
-    s0 = table_world_start(slot_table, row, num_slots, world)
-    for s in range(s0, s0 + table_world_count(slot_table, row, num_slots, world)):
-        if s == slot:
+    s0 = table_world_start(slot_table, c.row, num_slots, c.world)
+    for s in range(s0, s0 + table_world_count(slot_table, c.row, num_slots, c.world)):
+        if s == c.slot:
             continue
         if solo_slot >= 0 and s != solo_slot:
             continue
-        b = agent_bound(agent_box, step, s, o, basis, focal, cx, cy, width, height, near, far)
+        b = agent_bound(agent_box, c.step, s, c.origin, c.basis, focal, cx, cy, width, height, near, far)
         if b >= 0.0:
             n = candidate_add(
                 mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
                 (_REF_AGENT << _REF_SHIFT) | s, b,
             )
     # The world's parked cars: snapshot rows after the S slots, drawn like agents.
-    p0 = num_slots + world * parked_per_world
+    p0 = num_slots + c.world * parked_per_world
     for s in range(p0, p0 + parked_per_world):
         if solo_slot >= 0 and s != solo_slot:
             continue
-        b = agent_bound(agent_box, step, s, o, basis, focal, cx, cy, width, height, near, far)
+        b = agent_bound(agent_box, c.step, s, c.origin, c.basis, focal, cx, cy, width, height, near, far)
         if b >= 0.0:
             n = candidate_add(
                 mode, cand_ref_out, cand_bound_out, list_ref_out, list_bound_out, v, n, cand_cap, capacity,
@@ -541,9 +590,9 @@ def gather_views(
         return
 
     # Static primitives from the grid cells under the horizontal field of view.
-    m = world_map[world]
+    m = world_map[c.world]
     nx = map_grid_dims[m, 0]
-    q = grid_query(o, yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
+    q = grid_query(c.origin, c.yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
     base = map_cell_base[m]
     for gy in range(q[1], q[3] + 1):
         for gx in range(q[0], q[2] + 1):
@@ -555,7 +604,7 @@ def gather_views(
                 ref = entry_ref[e]
                 b = static_bound(
                     ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
-                    o, basis, focal, cx, cy, width, height, near, far,
+                    c.origin, c.basis, focal, cx, cy, width, height, near, far,
                 )  # fmt: skip
                 if b >= 0.0:
                     n = candidate_add(
@@ -567,85 +616,42 @@ def gather_views(
         cand_count_out[v] = n
     list_count_out[v] = wp.min(n, capacity)
 
-AGENT_PART = 32
-"""Snapshot rows (world agents, then parked cars) per thread of `gather_parts`."""
-_AGENT_PART = wp.constant(AGENT_PART)
-CELL_PART = 4
-"""Grid cells of one query row per thread of `gather_parts`."""
-_CELL_PART = wp.constant(CELL_PART)
+GATHER_LANES = 32
+"""Threads of `gather_lanes` per view (one warp; on the CPU Warp runs a block as one thread
+unless ``wp.config.enable_cpu_blocks`` is set)."""
+
+
+@wp.func
+def lanes_append(
+    keep: int,
+    ref: int,
+    bound: float,
+    n: int,
+    v: int,
+    cand_cap: int,
+    cand_ref_out: wp.array2d(dtype=wp.int32),
+    cand_bound_out: wp.array2d(dtype=wp.float32),
+) -> int:
+    """Cooperative (every thread of the block calls it): the block's kept candidates of one round
+    go to the buffer at ``n`` in lane order, as a serial loop over the round would append them;
+    returns ``n`` plus their number (the same in every lane)."""
+    t = wp.tile(keep)
+    at = n + wp.untile(wp.tile_scan_exclusive(t))
+    if keep == 1 and at < cand_cap:
+        cand_ref_out[v, at] = ref
+        cand_bound_out[v, at] = bound
+    return n + wp.tile_sum(t)[0]
 
 
 @wp.kernel
-def view_setup(
+def gather_lanes(
+    # snapshot history and requests
     agent_box: wp.array3d(dtype=wp.float32),
     requests: wp.array2d(dtype=wp.int32),
     request_offset: int,
+    # rig
     cam_extr: wp.array2d(dtype=wp.float32),
     num_cams: int,
-    focal: float,
-    cx: float,
-    width: float,
-    far: float,
-    slot_table: wp.array2d(dtype=wp.int32),
-    world_map: wp.array(dtype=wp.int32),
-    num_slots: int,
-    map_grid_origin: wp.array(dtype=wp.vec2),
-    map_grid_dims: wp.array2d(dtype=wp.int32),
-    cell_size: float,
-    view_base: int,
-    # outputs; an invalid request gets world -1 and empty lists (it renders black)
-    view_origin_out: wp.array(dtype=wp.vec3),
-    view_basis_out: wp.array(dtype=wp.mat33),
-    view_step_out: wp.array(dtype=wp.int32),
-    view_world_out: wp.array(dtype=wp.int32),
-    view_ground_out: wp.array(dtype=wp.float32),
-    view_slot_out: wp.array(dtype=wp.int32),
-    view_query_out: wp.array(dtype=wp.vec4i),
-    cand_count_out: wp.array(dtype=wp.int32),
-    list_count_out: wp.array(dtype=wp.int32),
-):
-    """Thread per view: the camera (as `gather_views` builds it) and its grid query, once, for
-    the (view, part) threads of `gather_parts`."""
-    v = view_base + wp.tid()
-    r = request_offset + v / num_cams
-    cam = v - (v / num_cams) * num_cams
-    step = requests[r, 0]
-    slot = requests[r, 1]
-    cand_count_out[v] = 0
-    list_count_out[v] = 0
-    view_world_out[v] = -1
-    view_step_out[v] = 0
-    view_slot_out[v] = -1
-    if step < 0 or step >= agent_box.shape[0] or slot < 0 or slot >= num_slots:
-        return
-    if agent_box[step, slot, 7] < 0.0:
-        return
-    world = table_slot_world(slot_table, table_row(slot_table, step), slot)
-    o = camera_origin(agent_box, step, slot, cam_extr, cam)
-    yaw = agent_box[step, slot, 3] + cam_extr[cam, 3]
-    view_origin_out[v] = o
-    view_basis_out[v] = camera_basis(yaw, cam_extr[cam, 4])
-    view_step_out[v] = step
-    view_world_out[v] = world
-    view_ground_out[v] = agent_box[step, slot, 2]
-    view_slot_out[v] = slot
-    m = world_map[world]
-    view_query_out[v] = grid_query(
-        o, yaw, focal, cx, width, far, map_grid_origin[m], map_grid_dims[m, 0], map_grid_dims[m, 1], cell_size
-    )
-
-
-@wp.kernel
-def gather_parts(
-    # per-view camera and grid query from `view_setup`
-    view_origin: wp.array(dtype=wp.vec3),
-    view_basis: wp.array(dtype=wp.mat33),
-    view_step: wp.array(dtype=wp.int32),
-    view_world: wp.array(dtype=wp.int32),
-    view_slot: wp.array(dtype=wp.int32),
-    view_query: wp.array(dtype=wp.vec4i),
-    agent_box: wp.array3d(dtype=wp.float32),
-    # rig
     focal: float,
     cx: float,
     cy: float,
@@ -653,7 +659,7 @@ def gather_parts(
     height: float,
     near: float,
     far: float,
-    # layout: the slot-table history (`pictura.sim.slot_table`) gives each step's slot ranges
+    # layout
     slot_table: wp.array2d(dtype=wp.int32),
     world_map: wp.array(dtype=wp.int32),
     num_slots: int,
@@ -667,129 +673,87 @@ def gather_parts(
     wall_height: wp.array(dtype=wp.float32),
     light_pos: wp.array(dtype=wp.vec3),
     light_heading: wp.array(dtype=wp.float32),
+    map_grid_origin: wp.array(dtype=wp.vec2),
     map_grid_dims: wp.array2d(dtype=wp.int32),
     map_cell_base: wp.array(dtype=wp.int32),
     cell_start: wp.array(dtype=wp.int32),
     entry_ref: wp.array(dtype=wp.int32),
     entry_min_cell: wp.array2d(dtype=wp.int32),
-    # parts per view: ``agent_parts`` blocks of AGENT_PART snapshot rows, then the grid query's
-    # rows, each cut into ``col_parts`` runs of CELL_PART cells (row-major)
-    agent_parts: int,
-    col_parts: int,
-    view_base: int,
-    # write = 0 counts each part's candidates into part_count; write = 1 (same tests again)
-    # appends them at the part's offset (`scan_parts` turned the counts into offsets), so the
-    # buffer holds them in serial gather order
-    write: int,
-    part_count: wp.array2d(dtype=wp.int32),
-    # outputs
-    cand_ref_out: wp.array2d(dtype=wp.int32),
-    cand_bound_out: wp.array2d(dtype=wp.float32),
-):
-    """Thread per (view, part): `gather_views` mode 0 cut into independent parts.
-
-    The parts in order visit exactly what the serial gather visits, in its order (world
-    agents, parked cars, grid cells row by row), so the candidate buffer (and everything
-    downstream) is the serial one's, from ~90 threads per view instead of one. The camera and
-    grid query come from `view_setup` (no trigonometry here); grid parts outside the query
-    return after one load.
-    """
-    tid = wp.tid()
-    parts = part_count.shape[1]
-    v = view_base + tid / parts
-    part = tid - (tid / parts) * parts
-    world = view_world[v]
-    if world < 0:
-        if write == 0:
-            part_count[v, part] = 0
-        return
-    n = int(0)
-    if part >= agent_parts:
-        q = view_query[v]
-        row = (part - agent_parts) / col_parts
-        gy = q[1] + row
-        gx0 = q[0] + (part - agent_parts - row * col_parts) * _CELL_PART
-        if gy > q[3] or gx0 > q[2]:
-            if write == 0:
-                part_count[v, part] = 0
-            return
-    cand_cap = cand_ref_out.shape[1]
-    offset = int(0)
-    if write == 1:
-        offset = part_count[v, part]
-    o = view_origin[v]
-    basis = view_basis[v]
-    step = view_step[v]
-    if part < agent_parts:
-        slot = view_slot[v]
-        base = part * _AGENT_PART
-        row = table_row(slot_table, step)
-        s0 = table_world_start(slot_table, row, num_slots, world)
-        n_agents = table_world_count(slot_table, row, num_slots, world)
-        for j in range(_AGENT_PART):
-            a = base + j
-            s = int(-1)
-            if a < n_agents:
-                s = s0 + a
-            elif a < n_agents + parked_per_world:
-                s = num_slots + world * parked_per_world + (a - n_agents)
-            if s < 0:
-                break
-            if s == slot:
-                continue
-            b = agent_bound(agent_box, step, s, o, basis, focal, cx, cy, width, height, near, far)
-            if b >= 0.0:
-                if write == 1 and offset + n < cand_cap:
-                    cand_ref_out[v, offset + n] = (_REF_AGENT << _REF_SHIFT) | s
-                    cand_bound_out[v, offset + n] = b
-                n += 1
-        if write == 0:
-            part_count[v, part] = n
-        return
-    q = view_query[v]
-    row = (part - agent_parts) / col_parts
-    gy = q[1] + row
-    gx0 = q[0] + (part - agent_parts - row * col_parts) * _CELL_PART
-    m = world_map[world]
-    nx = map_grid_dims[m, 0]
-    cbase = map_cell_base[m]
-    for gx in range(gx0, wp.min(gx0 + _CELL_PART, q[2] + 1)):
-        cell = cbase + gy * nx + gx
-        for e in range(cell_start[cell], cell_start[cell + 1]):
-            # Visit a primitive only in the first cell of the query it overlaps.
-            if gx != wp.max(entry_min_cell[e, 0], q[0]) or gy != wp.max(entry_min_cell[e, 1], q[1]):
-                continue
-            ref = entry_ref[e]
-            b = static_bound(
-                ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
-                o, basis, focal, cx, cy, width, height, near, far,
-            )  # fmt: skip
-            if b >= 0.0:
-                if write == 1 and offset + n < cand_cap:
-                    cand_ref_out[v, offset + n] = ref
-                    cand_bound_out[v, offset + n] = b
-                n += 1
-    if write == 0:
-        part_count[v, part] = n
-
-
-@wp.kernel
-def scan_parts(
+    entry_cell_x: wp.array(dtype=wp.int32),
+    cell_size: float,
     capacity: int,
     view_base: int,
-    part_count: wp.array2d(dtype=wp.int32),
+    # outputs: as `gather_views` mode 0
+    cand_ref_out: wp.array2d(dtype=wp.int32),
+    cand_bound_out: wp.array2d(dtype=wp.float32),
     cand_count_out: wp.array(dtype=wp.int32),
+    view_origin_out: wp.array(dtype=wp.vec3),
+    view_basis_out: wp.array(dtype=wp.mat33),
+    view_step_out: wp.array(dtype=wp.int32),
+    view_world_out: wp.array(dtype=wp.int32),
+    view_ground_out: wp.array(dtype=wp.float32),
     list_count_out: wp.array(dtype=wp.int32),
 ):
-    """Thread per view: part counts -> exclusive offsets in place; the view's candidate count."""
-    v = view_base + wp.tid()
-    total = int(0)
-    for p in range(part_count.shape[1]):
-        c = part_count[v, p]
-        part_count[v, p] = total
-        total += c
-    cand_count_out[v] = total
-    list_count_out[v] = wp.min(total, capacity)
+    """Block of `GATHER_LANES` threads per view (`wp.launch_tiled`): `gather_views` mode 0 with
+    the lanes taking consecutive candidates of each round.
+
+    The rounds walk the same sequence as the serial loop (the world's agents, its parked cars,
+    then the query's cell rows, each row's cells one contiguous run of entries), and each
+    round's survivors go to the buffer in lane order (`lanes_append`), so the buffer, its count
+    and hence every image are the serial gather's. A thread per view leaves an H200 with a few
+    warps per SM; a block per view keeps it full.
+    """
+    i, lane = wp.tid()
+    lanes = wp.block_dim()
+    v = view_base + i
+    if lane == 0:
+        cand_count_out[v] = 0
+        list_count_out[v] = 0
+        view_world_out[v] = -1
+        view_step_out[v] = 0
+    c = view_camera(agent_box, requests, request_offset, v, num_cams, cam_extr, slot_table, num_slots)
+    if c.valid == 0:
+        return  # the same for the whole block: every thread returns or none does
+    if lane == 0:
+        store_view(c, agent_box, v, view_origin_out, view_basis_out, view_step_out, view_world_out, view_ground_out)
+    cand_cap = cand_ref_out.shape[1]
+    n = int(0)
+    # Agents of the ego's world (never the ego itself), then the world's parked cars.
+    s0 = table_world_start(slot_table, c.row, num_slots, c.world)
+    count = table_world_count(slot_table, c.row, num_slots, c.world)
+    p0 = num_slots + c.world * parked_per_world
+    for k in range(0, count + parked_per_world, lanes):
+        j = k + lane
+        s = wp.where(j < count, s0 + j, p0 + j - count)
+        b = float(-1.0)
+        if j < count + parked_per_world and s != c.slot:
+            b = agent_bound(agent_box, c.step, s, c.origin, c.basis, focal, cx, cy, width, height, near, far)
+        n = lanes_append(
+            wp.where(b >= 0.0, 1, 0), (_REF_AGENT << _REF_SHIFT) | s, b, n, v, cand_cap, cand_ref_out, cand_bound_out
+        )
+    # Static primitives from the grid cells under the horizontal field of view, row by row.
+    m = world_map[c.world]
+    nx = map_grid_dims[m, 0]
+    q = grid_query(c.origin, c.yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
+    base = map_cell_base[m]
+    for gy in range(q[1], q[3] + 1):
+        e1 = cell_start[base + gy * nx + q[2] + 1]
+        for k in range(cell_start[base + gy * nx + q[0]], e1, lanes):
+            e = k + lane
+            b = float(-1.0)
+            ref = int(0)
+            # Visit a primitive only in the first cell of the query it overlaps.
+            if e < e1:
+                if entry_cell_x[e] == wp.max(entry_min_cell[e, 0], q[0]) and gy == wp.max(entry_min_cell[e, 1], q[1]):
+                    ref = entry_ref[e]
+                    b = static_bound(
+                        ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
+                        c.origin, c.basis, focal, cx, cy, width, height, near, far,
+                    )  # fmt: skip
+            n = lanes_append(wp.where(b >= 0.0, 1, 0), ref, b, n, v, cand_cap, cand_ref_out, cand_bound_out)
+    if lane == 0:
+        cand_count_out[v] = n
+        list_count_out[v] = wp.min(n, capacity)
 
 
 RANK_THREADS = env_int("PICTURA_RANK_THREADS", 512, lambda x: x >= 1, "a positive integer (threads per view)")

@@ -118,10 +118,14 @@ class Renderer:
         # 1), so this bounds memory, never the result. A multiple of 4: `rank_candidates` reads
         # the bounds in blocks of 4.
         self._cand_capacity = -(-max(2 * self.list_capacity, 2048) // 4) * 4
-        # Pass 1 of the cull over (view, part) threads (1) or one thread per view (0). The H200
-        # measured the per-view gather faster (9.5 ms vs 12.2 ms per 20,400-ego call at 96x54);
-        # both build the same candidate buffer.
-        self._parallel_gather = 0
+        # Pass 1 of the cull (both build the same candidate buffer, entry for entry): "lanes", a
+        # block of GATHER_LANES threads per view (`kernels.gather_lanes`), or "views", one
+        # thread per view (`kernels.gather_views`, which also serves occlusion queries and the
+        # overflowed views). On the H200 "lanes" took 1.1 ms instead of 2.8 per 20,400-ego call
+        # at 96x54, 0.7 instead of 4.2 on the training batch (docs/renderer.md round 15). The
+        # CPU runs a block as one thread, where the lanes would only add the block's
+        # bookkeeping: it keeps "views".
+        self._gather = "lanes" if self.device.is_cuda else "views"
         # Tile binning: 2 = screen rectangle and outline edges, 1 = rectangle, 0 = every tile.
         self._bin_mode = 2
         # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
@@ -151,6 +155,7 @@ class Renderer:
         self._cell_start = arr(sc.cell_start, wp.int32)
         self._entry_ref = arr(sc.entry_ref, wp.int32)
         self._entry_min_cell = arr(sc.entry_min_cell.reshape(-1, 2), wp.int32)
+        self._entry_cell_x = arr(sc.entry_cell_x, wp.int32)
         lay = self.layout
         self._world_map = arr(np.asarray(lay.world_map, np.int32), wp.int32)
         # a static layout's one slot-table row serves every step (`render`'s default)
@@ -172,8 +177,6 @@ class Renderer:
             "_view_world": ((), wp.int32),
             "_view_ground": ((), wp.float32),
             "_view_ray": ((3,), wp.vec4),
-            "_view_slot": ((), wp.int32),
-            "_view_query": ((), wp.vec4i),
             "_list_ref": ((k,), wp.int32),
             "_list_bound": ((k,), wp.float32),
             "_list_count": ((), wp.int32),
@@ -459,54 +462,28 @@ class Renderer:
         ]  # fmt: skip
         rig_args = [self._cam_extr(), self.rig.num_cameras, focal, cx, cy, width, height, self.rig.near, self.rig.far]
         view_outputs = [self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground]
-        if solo_slot < 0 and self._parallel_gather:
-            # Camera and grid query once per view, then pass 1 over (view, part) threads: count,
-            # per-view offsets, write at the offsets.
-            agent_parts, col_parts, parts = self._gather_parts()
-            part_count = self._part_count(views, parts)
-            for base, count in self._launch_ranges(views, 1):
-                wp.launch(
-                    kernels.view_setup,
-                    dim=count,
-                    inputs=[
-                        agent_box, requests, start, self._cam_extr(), self.rig.num_cameras, focal, cx, width,
-                        self.rig.far, slot_table, self._world_map, self.layout.num_slots,
-                        self._grid_origin, self._grid_dims, sc.cell_size, base,
-                    ],
-                    outputs=[*view_outputs, self._view_slot, self._view_query, self._cand_count, self._list_count],
-                    device=self.device,
-                )  # fmt: skip
-            part_args = [
-                self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_slot,
-                self._view_query, agent_box, focal, cx, cy, width, height, self.rig.near, self.rig.far,
-                slot_table, self._world_map, self.layout.num_slots, self.layout.parked_per_world,
-                self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
-                self._light_pos, self._light_heading,
-                self._grid_dims, self._cell_base, self._cell_start, self._entry_ref, self._entry_min_cell,
-                agent_parts, col_parts,
-            ]  # fmt: skip
-            for write in (0, 1):
-                if write == 1:
-                    for base, count in self._launch_ranges(views, 1):
-                        wp.launch(
-                            kernels.scan_parts,
-                            dim=count,
-                            inputs=[k, base, part_count],
-                            outputs=[self._cand_count, self._list_count],
-                            device=self.device,
-                        )
-                for base, count in self._launch_ranges(views, parts):
-                    wp.launch(
-                        kernels.gather_parts,
-                        dim=count * parts,
-                        inputs=[*part_args, base, write, part_count],
-                        outputs=[self._cand_ref, self._cand_bound],
-                        device=self.device,
-                    )
+        if self._gather not in ("lanes", "views"):
+            raise ValueError(f"_gather must be 'lanes' or 'views', got {self._gather!r}")
         for mode in (0, 1):
-            # Mode 0 gathers every view unsorted (unless the parts did); mode 1 re-gathers, sorted,
-            # only the views whose candidates overflowed the buffer (their threads return at once).
-            if mode == 1 or solo_slot >= 0 or not self._parallel_gather:
+            # Mode 0 gathers every view unsorted (the lanes, or a thread per view for the CPU and
+            # occlusion queries); mode 1 re-gathers, sorted, only the views whose candidates
+            # overflowed the buffer (the other threads return at once).
+            if mode == 0 and solo_slot < 0 and self._gather == "lanes":
+                for base, count in self._launch_ranges(views, kernels.GATHER_LANES):
+                    wp.launch_tiled(
+                        kernels.gather_lanes,
+                        dim=[count],
+                        inputs=[
+                            agent_box, requests, start, *rig_args, *gather_args[:-1], self._entry_cell_x, sc.cell_size,
+                            k, base,
+                        ],
+                        outputs=[
+                            self._cand_ref, self._cand_bound, self._cand_count, *view_outputs, self._list_count,
+                        ],
+                        device=self.device,
+                        block_dim=kernels.GATHER_LANES,
+                    )  # fmt: skip
+            else:
                 wp.launch(
                     kernels.gather_views,
                     dim=views,
@@ -564,23 +541,6 @@ class Renderer:
                 outputs=[mask],
                 device=self.device,
             )
-
-    def _gather_parts(self) -> tuple[int, int, int]:
-        """(agent parts, parts per grid row, parts per view) of the parallel gather."""
-        lay = self.layout
-        # a packed world's range never leaves its block; a static one's never changes
-        world_rows = lay.block_slots if lay.is_packed else int(np.max(lay.world_slot_count, initial=0))
-        rows_per_view = world_rows + lay.parked_per_world
-        agent_parts = max(1, -(-rows_per_view // kernels.AGENT_PART))
-        span = int(2.0 * self.rig.far / self.scene.cell_size) + 2  # cells a sector of radius far spans
-        col_parts = -(-span // kernels.CELL_PART)
-        return agent_parts, col_parts, agent_parts + span * col_parts
-
-    def _part_count(self, views: int, parts: int) -> wp.array:
-        pc = getattr(self, "_part_counts", None)
-        if pc is None or pc.shape[0] < views or pc.shape[1] != parts:
-            self._part_counts = wp.zeros((views, parts), dtype=wp.int32, device=self.device)
-        return self._part_counts
 
     def _clip_x(self) -> float:
         """Camera-plane depth (m) below which no pixel ray can reach ``near``: half the near

@@ -10,8 +10,9 @@ are stored back to back; a primitive reference is one int32, ``kind << REF_SHIFT
 
 Each map has a uniform 2-D grid of ``cell_size`` m cells; a static primitive is listed in every
 cell its x-y bounding box overlaps (CSR: ``cell_start`` into ``entry_ref``). Each entry also
-carries the primitive's lowest cell (x, y) so a query over a cell rectangle visits a primitive
-exactly once (it is taken in the first cell of the rectangle it overlaps).
+carries the primitive's lowest cell (x, y) and its own cell's x, so a query over a cell rectangle
+visits a primitive exactly once (it is taken in the first cell of the rectangle it overlaps),
+also when the entries of a row of cells are read as one run.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class PackedScene:
     cell_start: np.ndarray  # (G + 1,) int32 CSR offsets into entry_ref
     entry_ref: np.ndarray  # (E,) int32 primitive reference
     entry_min_cell: np.ndarray  # (E, 2) int32 the primitive's lowest cell (x, y)
+    entry_cell_x: np.ndarray  # (E,) int32 x of the cell the entry is listed in
     cell_size: float  # m
 
     @property
@@ -108,7 +110,7 @@ def pack_scene(road_maps: list[RoadMap], cell_size: float = 16.0) -> PackedScene
     walls_a, walls_b, walls_h = [], [], []
     lights_p, lights_h, lights_l = [], [], []
     origins, dims_all, cell_base = [], [], []
-    cell_counts, entries, entry_cells = [], [], []
+    cell_counts, entries, entry_cells, entry_cell_x = [], [], [], []
     n_line = n_wall = n_light = 0
     total_cells = 0
     for road_map in road_maps:
@@ -157,6 +159,7 @@ def pack_scene(road_maps: list[RoadMap], cell_size: float = 16.0) -> PackedScene
         cell_counts.append(counts)
         entries.append(ref_sorted)
         entry_cells.append(min_cell)
+        entry_cell_x.append(cell_id % dims[0])
         lines_a.append(seg[:, 0])
         lines_b.append(seg[:, 1])
         lines_k.append(kind)
@@ -196,5 +199,6 @@ def pack_scene(road_maps: list[RoadMap], cell_size: float = 16.0) -> PackedScene
         cell_start=cell_start,
         entry_ref=cat(entries, (0,), np.int32),
         entry_min_cell=cat(entry_cells, (0, 2), np.int32),
+        entry_cell_x=cat(entry_cell_x, (0,), np.int32),
         cell_size=float(cell_size),
     )

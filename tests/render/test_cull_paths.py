@@ -127,17 +127,21 @@ def test_a_view_past_the_default_buffer_gets_the_stable_sort_of_all_its_candidat
     assert np.array_equal(images[1], images[0])
 
 
+@pytest.mark.parametrize("cpu_blocks", [False, True])
 @pytest.mark.parametrize("cand_capacity", [512, 40])
-def test_parallel_gather_builds_the_serial_candidate_buffer(town, cand_capacity):
-    # (view, part) threads counting then writing at their offsets give the one-thread-per-view
-    # gather's buffer entry for entry (same order); with a small buffer the overflowed views
-    # take the same sorted-insert path.
+def test_parallel_gather_builds_the_serial_candidate_buffer(town, cand_capacity, cpu_blocks, monkeypatch):
+    # A block of lanes per view, appending each round in lane order, gives the
+    # one-thread-per-view gather's buffer entry for entry (same order); with a small buffer the
+    # overflowed views take the same sorted-insert path. On the CPU Warp runs a block as one
+    # thread unless `enable_cpu_blocks` is set: then the lanes are GATHER_LANES threads, as on
+    # a GPU (tests/gpu/test_cuda_render.py checks the same on CUDA).
+    monkeypatch.setattr(wp.config, "enable_cpu_blocks", cpu_blocks)
     _, _, boxes, lights, requests = town
     out, bufs = [], []
-    for parallel in (1, 0):
+    for way in ("lanes", "views"):
         r = make(town, width=40, height=20, list_capacity=24)
         r._cand_capacity = cand_capacity
-        r._parallel_gather = parallel
+        r._gather = way
         out.append(r.render_numpy(boxes, lights, requests))
         n = r._cand_count.numpy()
         views = len(requests) * r.num_cameras

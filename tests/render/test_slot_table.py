@@ -84,20 +84,20 @@ LIGHTS = np.array(
 )
 
 
-def renderer(lay: WorldLayout, parallel_gather: int = 0) -> Renderer:
+def renderer(lay: WorldLayout, gather: str = "lanes") -> Renderer:
     r = Renderer(MAPS, lay, CameraRig(cameras=RIG, width=32, height=18))
-    r._parallel_gather = parallel_gather
+    r._gather = gather
     return r
 
 
-@pytest.mark.parametrize("parallel_gather", [0, 1])
-def test_packed_layout_renders_what_the_static_layout_of_the_same_worlds_renders(parallel_gather):
+@pytest.mark.parametrize("gather", ["lanes", "views"])
+def test_packed_layout_renders_what_the_static_layout_of_the_same_worlds_renders(gather):
     packed, packed_box, table, packed_slot = packed_history()
     static, static_box, static_slot = static_history()
     keys = sorted(packed_slot)  # every agent of every world at both steps is an ego once
     req_packed = np.array([(t, packed_slot[t, w, k]) for t, w, k in keys], np.int32)
     req_static = np.array([(t, static_slot[t, w, k]) for t, w, k in keys], np.int32)
-    pr, sr = renderer(packed, parallel_gather), renderer(static, parallel_gather)
+    pr, sr = renderer(packed, gather), renderer(static, gather)
     pr.validate_requests(packed_box, req_packed, LIGHTS, table)
     got = pr.render_numpy(packed_box, LIGHTS, req_packed, table)
     expected = sr.render_numpy(static_box, LIGHTS, req_static)
