@@ -26,6 +26,7 @@ RUNS = (  # label, file: every "render_throughput" line of the pinned scene
     ("2026-12-01, ninth session, round 12 (16 bands per raster thread)", "2026-12-01_h200_render_session9_round12_sweep.jsonl"),
     ("2026-12-01, ninth session, round 13 (lean launches, a wide-view kernel)", "2026-12-01_h200_render_session9.jsonl"),
     ("2026-12-01, tenth session, round 14 (integer ranking, tighter line bins)", "2026-12-01_h200_render_session10.jsonl"),
+    ("2026-12-01, tenth session, round 15 (a block of lanes per view for the gather)", "2026-12-01_h200_render_session10_round15_sweep.jsonl"),
 )
 ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
 
@@ -47,11 +48,14 @@ def pinned_sweep(path: Path) -> dict[str, float]:
 
 def main() -> None:
     fig, ax = plt.subplots(figsize=(7.6, 4.6))
-    for label, name in RUNS:
+    # one colour per run along a sequential map (oldest light, newest dark): more runs than the
+    # default cycle has colours
+    colors = plt.cm.viridis_r([0.1 + 0.85 * k / max(len(RUNS) - 1, 1) for k in range(len(RUNS))])
+    for (label, name), color in zip(RUNS, colors, strict=True):
         sweep = pinned_sweep(RESULTS / name)
         xs = [i for i, r in enumerate(ORDER) if r in sweep]
-        ax.plot(xs, [sweep[ORDER[i]] for i in xs], marker="o", label=label)
-    ax.plot([2], [5.0e5], marker="*", markersize=15, linestyle="none", label="paper (H100, 96x54)")
+        ax.plot(xs, [sweep[ORDER[i]] for i in xs], marker="o", color=color, label=label)
+    ax.plot([2], [5.0e5], marker="*", markersize=15, linestyle="none", color="tab:orange", label="paper (H100, 96x54)")
     ax.plot([2, 3], [2.0e6, 5.0e5], marker="_", markersize=22, linestyle="none", color="tab:red", label="issue 5 targets")
     ax.set_yscale("log")
     ax.set_ylim(1e4, 4e6)
