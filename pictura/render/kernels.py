@@ -616,9 +616,10 @@ def gather_views(
         cand_count_out[v] = n
     list_count_out[v] = wp.min(n, capacity)
 
-GATHER_LANES = 32
-"""Threads of `gather_lanes` per view (one warp; on the CPU Warp runs a block as one thread
-unless ``wp.config.enable_cpu_blocks`` is set)."""
+GATHER_LANES = block_dim("PICTURA_GATHER_LANES", 32)
+"""Threads of `gather_lanes` per view (one warp; ``PICTURA_GATHER_LANES`` overrides it, for
+tuning). On the CPU Warp runs a block as one thread unless ``wp.config.enable_cpu_blocks`` is
+set."""
 
 
 @wp.func
