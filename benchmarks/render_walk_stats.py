@@ -100,6 +100,30 @@ def entry_bits(words: np.ndarray, capacity: int) -> np.ndarray:
     return b.reshape(*words.shape[:2], -1)[..., :capacity].astype(bool)
 
 
+def band_entry_sets(r: Renderer, views: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(binned, walked, drawn): (views, bands, list capacity) bool arrays for the first ``views``
+    views of ``r``'s last render, bit k = list entry k (`walk_bands`)."""
+    mask = r._tile_mask(views)
+    bands, words = mask.shape[1], mask.shape[2]
+    walked = wp.zeros(views * bands * words, dtype=wp.uint32, device=r.device)
+    drawn = wp.zeros_like(walked)
+    rig = r.rig
+    wp.launch(
+        walk_bands, dim=views * bands * 32,
+        inputs=[
+            r._view_ray.flatten(), r._rec.flatten(), mask.flatten(), r.list_capacity, r._face_color, r._misc_color,
+            rig.width, rig.height, 1.0 / rig.focal, rig.near, rig.far, bands,
+        ],
+        outputs=[walked, drawn], device=r.device,
+    )  # fmt: skip
+    k = r.list_capacity
+    return (
+        entry_bits(mask.numpy()[:views], k),
+        entry_bits(walked.numpy().reshape(views, bands, words), k),
+        entry_bits(drawn.numpy().reshape(views, bands, words), k),
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cpu", help="Warp device (default cpu)")
@@ -124,21 +148,8 @@ def main(argv: list[str] | None = None) -> None:
         r = Renderer(road_maps, layout, rig, device=args.device, list_capacity=args.capacity, chunk_size=len(egos))
         images = r.render_numpy(boxes[None], lights[None], requests)
         views = len(egos) * rig.num_cameras
-        mask = r._tile_mask(views)
-        bands, words = mask.shape[1], mask.shape[2]
-        walked = wp.zeros(views * bands * words, dtype=wp.uint32, device=args.device)
-        drawn = wp.zeros_like(walked)
-        wp.launch(
-            walk_bands, dim=views * bands * 32,
-            inputs=[
-                r._view_ray.flatten(), r._rec.flatten(), mask.flatten(), args.capacity, r._face_color, r._misc_color,
-                w, h, 1.0 / rig.focal, rig.near, rig.far, bands,
-            ],
-            outputs=[walked, drawn], device=args.device,
-        )  # fmt: skip
-        binned = entry_bits(mask.numpy()[:views], args.capacity)
-        walked_b = entry_bits(walked.numpy().reshape(views, bands, words), args.capacity)
-        drawn_b = entry_bits(drawn.numpy().reshape(views, bands, words), args.capacity)
+        binned, walked_b, drawn_b = band_entry_sets(r, views)
+        bands = binned.shape[1]
         kind = r._rec.numpy()[:views]["r2"][:, :, 3].astype(int)[:, None, :]
         nonempty = binned.any(-1)
         row = {

@@ -1,0 +1,52 @@
+"""`benchmarks/render_walk_stats.py`: its copy of the raster's walk must see what the raster draws.
+
+The reference is `kernels.raster_ids`, which walks each view's whole list (no bins, no early
+stop) and names the agent nearest at each pixel centre: that agent's entry must be binned to
+the pixel's band, walked there and drawing there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.render_walk_stats import band_entry_sets, entry_bits
+from pictura.maps import load_road_map
+from pictura.render import CameraRig, Renderer, kernels
+from pictura.render.demo import spawn_snapshot
+from pictura.sim.snapshot import WorldLayout
+
+
+def test_entry_bits_unpacks_little_endian_words():
+    # (views, bands, words): bit b of word w is entry 32 w + b; entries past the capacity drop
+    words = np.array([[[0b101 | (1 << 31), (1 << 3) | (1 << 30)], [0, 1]]], np.uint32)
+    bits = entry_bits(words, 40)
+    assert bits.shape == (1, 2, 40)
+    assert np.flatnonzero(bits[0, 0]).tolist() == [0, 2, 31, 35]
+    assert np.flatnonzero(bits[0, 1]).tolist() == [32]
+
+
+@pytest.mark.parametrize(("width", "height"), [(40, 20), (64, 36)])
+def test_the_walk_copy_draws_every_agent_the_raster_shows(width, height):
+    road_map = load_road_map("procedural:seed=0")
+    layout = WorldLayout.uniform([0, 0], 12, [len(road_map.light_position)])
+    boxes = np.concatenate([spawn_snapshot(road_map, 12, 12, seed=w) for w in range(2)])[None]
+    lights = np.zeros((1, layout.light_count), np.int32)
+    requests = np.stack([np.zeros(24, np.int32), np.arange(24, dtype=np.int32)], 1)
+    r = Renderer([road_map], layout, CameraRig(width=width, height=height), list_capacity=48)
+    r.render_numpy(boxes, lights, requests)  # leaves the ray frames
+    ab, ls, rq = r._to_device(boxes, lights, requests)
+    ids = r._id_buffer(ab, ls, rq, r._layout_table_unless(None), -1)  # the same lists and bins again
+    views = len(requests) * r.num_cameras
+    binned, walked, drawn = band_entry_sets(r, views)
+    assert (walked <= binned).all() and (drawn <= walked).all()
+    refs = r._list_ref.numpy()[:views]
+    tiles_x = -(-width // kernels.TILE_PX)
+    checked = 0
+    for v, py, px in np.argwhere(ids >= 0):
+        k = np.flatnonzero(refs[v] == ((kernels.REF_AGENT << kernels.REF_SHIFT) | ids[v, py, px]))
+        assert len(k) == 1
+        band = 2 * ((py // kernels.TILE_PX) * tiles_x + px // kernels.TILE_PX) + (py % kernels.TILE_PX) // (kernels.TILE_PX // 2)
+        assert binned[v, band, k[0]] and walked[v, band, k[0]] and drawn[v, band, k[0]], (v, py, px)
+        checked += 1
+    assert checked > 100  # the scene shows agents
