@@ -137,6 +137,8 @@ def test_parallel_gather_builds_the_serial_candidate_buffer(town, cand_capacity,
     # a GPU (tests/gpu/test_cuda_render.py checks the same on CUDA).
     monkeypatch.setattr(wp.config, "enable_cpu_blocks", cpu_blocks)
     _, _, boxes, lights, requests = town
+    # and invalid requests (no slot, a step past the history): black views, world -1
+    requests = np.concatenate([requests, [[0, -1], [3, 0]]]).astype(np.int32)
     out, bufs = [], []
     for way in ("lanes", "views"):
         r = make(town, width=40, height=20, list_capacity=24)
@@ -146,6 +148,8 @@ def test_parallel_gather_builds_the_serial_candidate_buffer(town, cand_capacity,
         n = r._cand_count.numpy()
         views = len(requests) * r.num_cameras
         bufs.append((n[:views], r._cand_ref.numpy()[:views], r._list_ref.numpy()[:views], r._list_count.numpy()[:views]))
+        assert (r._view_world.numpy()[views - 2 * r.num_cameras : views] == -1).all()
+        assert not out[-1][-2:].any()
     assert np.array_equal(out[0], out[1])
     (n0, c0, l0, k0), (n1, c1, l1, k1) = bufs
     assert np.array_equal(n0, n1) and np.array_equal(k0, k1) and np.array_equal(l0, l1)
