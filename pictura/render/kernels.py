@@ -420,6 +420,14 @@ def grid_query(
     return clamped_cells(wp.vec2(box[0], box[1]), wp.vec2(box[2], box[3]), org, cell_size, nx, ny)
 
 
+@wp.func
+def first_in_query(entry_min_cell: wp.array2d(dtype=wp.int32), e: int, gx: int, gy: int, q: wp.vec4i) -> bool:
+    """Whether grid entry ``e``, listed in cell (gx, gy), is where a query over the cell rectangle
+    ``q`` takes its primitive: the first cell of ``q`` the primitive overlaps, so a primitive
+    spanning several cells is visited once."""
+    return gx == wp.max(entry_min_cell[e, 0], q[0]) and gy == wp.max(entry_min_cell[e, 1], q[1])
+
+
 @wp.struct
 class ViewCamera:
     """View v's request and camera (`view_camera`); ``valid`` 0 for an invalid request."""
@@ -598,8 +606,7 @@ def gather_views(
         for gx in range(q[0], q[2] + 1):
             cell = base + gy * nx + gx
             for e in range(cell_start[cell], cell_start[cell + 1]):
-                # Visit a primitive only in the first cell of the query it overlaps.
-                if gx != wp.max(entry_min_cell[e, 0], q[0]) or gy != wp.max(entry_min_cell[e, 1], q[1]):
+                if not first_in_query(entry_min_cell, e, gx, gy, q):
                     continue
                 ref = entry_ref[e]
                 b = static_bound(
@@ -615,6 +622,7 @@ def gather_views(
     if mode == 0:
         cand_count_out[v] = n
     list_count_out[v] = wp.min(n, capacity)
+
 
 GATHER_LANES = block_dim("PICTURA_GATHER_LANES", 32)
 """Threads of `gather_lanes` per view (one warp; ``PICTURA_GATHER_LANES`` overrides it, for
@@ -743,9 +751,8 @@ def gather_lanes(
             e = k + lane
             b = float(-1.0)
             ref = int(0)
-            # Visit a primitive only in the first cell of the query it overlaps.
             if e < e1:
-                if entry_cell_x[e] == wp.max(entry_min_cell[e, 0], q[0]) and gy == wp.max(entry_min_cell[e, 1], q[1]):
+                if first_in_query(entry_min_cell, e, entry_cell_x[e], gy, q):
                     ref = entry_ref[e]
                     b = static_bound(
                         ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
