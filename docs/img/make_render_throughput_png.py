@@ -27,6 +27,7 @@ RUNS = (  # label, file: every "render_throughput" line of the pinned scene
     ("2026-12-01, ninth session, round 13 (lean launches, a wide-view kernel)", "2026-12-01_h200_render_session9.jsonl"),
     ("2026-12-01, tenth session, round 14 (integer ranking, tighter line bins)", "2026-12-01_h200_render_session10.jsonl"),
     ("2026-12-01, tenth session, round 15 (a block of lanes per view for the gather)", "2026-12-01_h200_render_session10_round15_sweep.jsonl"),
+    ("2026-12-01, eleventh session, round 16 (vector loads, no index arithmetic)", "2026-12-01_h200_render_session11_round16_sweep.jsonl"),
 )
 ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
 
@@ -64,9 +65,9 @@ def main() -> None:
     ax.set_ylabel("agent-steps / s (one H200)")
     ax.set_title("Rasterizer throughput, Town10HD, 20,400 egos, far 120 m, K = 96", fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(Path(__file__).with_name("render_throughput.png"), dpi=100)
+    # beside the axes: inside, the list of rounds would hide the paper's and the targets' markers
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.savefig(Path(__file__).with_name("render_throughput.png"), dpi=100, bbox_inches="tight")
 
 
 if __name__ == "__main__":

@@ -165,6 +165,9 @@ class Renderer:
         self._line_color = arr(LINE_COLOR, wp.vec3)
         self._light_color = arr(LIGHT_COLOR, wp.vec3)
         self._misc_color = arr(np.array([SKY, GROUND, WALL], np.float32), wp.vec3)
+        misc_bytes = wp.zeros(2, dtype=wp.vec3ub, device=self.device)
+        wp.launch(kernels.palette_bytes, dim=2, inputs=[self._misc_color], outputs=[misc_bytes], device=self.device)
+        self._sky_rgb, self._ground_rgb = (wp.vec3ub(*rgb) for rgb in misc_bytes.numpy())
 
     def _scratch_shapes(self) -> dict[str, tuple[tuple[int, ...], type]]:
         """Per-view buffers of a chunk (independent of resolution): attribute -> (shape of one
@@ -185,7 +188,7 @@ class Renderer:
             "_cand_count": ((), wp.int32),
             "_tile_range": ((k,), wp.vec4i),
             "_rec": ((k,), kernels.EntryRecord),
-            "_entry_edge": ((k, 4), wp.vec3),
+            "_entry_edge": ((k, 4), wp.vec4),
         }
 
     def _scratch(self, views: int) -> None:
@@ -285,8 +288,10 @@ class Renderer:
         threads_per_view, *launch_shape = kernels.raster_launch(W, H, bands)
         # One ray per pixel (the default) has its own kernels: no sample loop, fewer registers.
         kernel, pix, ss = kernels.raster_views_wide if wide else kernels.raster_views, 1.0 / focal, []
+        background = [self._sky_rgb, self._ground_rgb]  # `raster_views`'s empty bands
         if self.supersample > 1:
             kernel, pix, ss = kernels.raster_views_ss, 1.0 / (focal * self.supersample), [self.supersample]
+            background = []
         rows = out.reshape((n * C, H * W, 3)).view(wp.vec3ub)  # a row of RGB pixels per image: one index per pixel
         for start in range(0, n, chunk):
             views = min(chunk, n - start) * C
@@ -311,7 +316,7 @@ class Renderer:
                         self._view_ray[base : base + count].flatten(), self._rec[base : base + count].flatten(),
                         mask[base : base + count].flatten(), self.list_capacity, self._face_color, self._misc_color,
                         W, H, pix, self.rig.near, self.rig.far, int(self.antialias), start * C, base,
-                        bands, *launch_shape, *ss,
+                        bands, *launch_shape, *ss, *background,
                     ],
                     outputs=[rows],
                     device=self.device,
