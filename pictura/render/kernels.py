@@ -161,6 +161,11 @@ at pixel centres; this margin (plus the half-pixel inset of pixel centres) has k
 pixel, as the byte-for-byte comparisons of the binning modes check (`tests/render`)."""
 _LINE_MARGIN = wp.constant(BIN_LINE_MARGIN_PX)
 _EDGES = wp.constant(4)
+BIN_CENTRE_SLACK_PX = 0.01
+"""Slack (px) of the ground lines' first-row test at pixel centres (`line_first_row`,
+`bin_entries`), for the raster's fast-math ray distance (a relative error near 1e-6, about
+1e-6 px there)."""
+_CENTRE_SLACK = wp.constant(BIN_CENTRE_SLACK_PX)
 
 
 @wp.struct
@@ -927,10 +932,10 @@ def entry_margin(kind: int, du: float, dw: float, focal: float) -> float:
 def rect_edges(edge_out: wp.array3d(dtype=wp.vec4), v: int, k: int, rect: wp.vec4):
     """The screen rectangle (umin, wmin, umax, wmax) as `quad_bin`'s edge lines, for the entries
     with no polygon outline (cuboids, lights), so `bin_entries` tests every kind per band."""
-    store_vec4_3d(edge_out, v, k, 0, wp.vec4(1.0, 0.0, -rect[0], 0.0))
-    store_vec4_3d(edge_out, v, k, 1, wp.vec4(0.0, 1.0, -rect[1], 0.0))
-    store_vec4_3d(edge_out, v, k, 2, wp.vec4(-1.0, 0.0, rect[2], 0.0))
-    store_vec4_3d(edge_out, v, k, 3, wp.vec4(0.0, -1.0, rect[3], 0.0))
+    store_vec4_3d(edge_out, v, k, 0, wp.vec4(1.0, 0.0, -rect[0], -_FULL))
+    store_vec4_3d(edge_out, v, k, 1, wp.vec4(0.0, 1.0, -rect[1], -_FULL))
+    store_vec4_3d(edge_out, v, k, 2, wp.vec4(-1.0, 0.0, rect[2], -_FULL))
+    store_vec4_3d(edge_out, v, k, 3, wp.vec4(0.0, -1.0, rect[3], -_FULL))
 
 
 @wp.func
@@ -994,6 +999,7 @@ def quad_bin(
     cy: float,
     clip: float,
     end_shift: float,
+    first_row: float,
     v: int,
     k: int,
     edge_out: wp.array3d(dtype=wp.vec4),
@@ -1004,7 +1010,10 @@ def quad_bin(
     are written as unit lines (a, b, c), inside where a u + b w + c >= 0 (any subset of a convex
     polygon's edges bounds it, so dropping one stays conservative). The edges along the quad's
     edges p1 p2 and p3 p0 (a ground line's ends) and along the clip plane are moved out by
-    ``end_shift`` px. Degenerate polygons (seen edge-on) keep only the rectangle.
+    ``end_shift`` px. Degenerate polygons (seen edge-on, or a sliver under a pixel in area) keep
+    only the rectangle. Every edge written carries ``first_row`` in w, and edge 0 does when none
+    is (`bin_entries` takes the largest w and drops the bands whose pixel centres all lie above
+    it; -_FULL: none).
     """
     xq = wp.vec4(0.0)
     yq = wp.vec4(0.0)
@@ -1060,8 +1069,31 @@ def quad_bin(
                 a = -sgn * dw / ln
                 b = sgn * du / ln
                 shift = wp.where(((shifted >> i) & 1) == 1, end_shift, 0.0)
-                store_vec4_3d(edge_out, v, k, i, wp.vec4(a, b, shift - (a * us[i] + b * ws[i]), 0.0))
+                store_vec4_3d(edge_out, v, k, i, wp.vec4(a, b, shift - (a * us[i] + b * ws[i]), first_row))
+    else:
+        # no outline edges (a far line's sliver), but its first row still holds
+        store_vec4_3d(edge_out, v, k, 0, wp.vec4(0.0, 0.0, 1.0, first_row))
     return rect
+
+
+@wp.func
+def line_first_row(basis: wp.mat33, h: float, focal: float, cy: float, far: float) -> float:
+    """The smallest screen row w (pixel centres at py + 0.5) at which a ground line on the plane
+    ``h`` m above the camera can draw, or -_FULL (no limit) for a camera with roll or pointing
+    straight down.
+
+    `line_fragment` draws only where the pixel ray points down and meets the plane within
+    ``far``: -d_z >= -h / far for the unit ray d. The ray through screen point (u, w) is
+    D = f b0 + (cx - u) b1 + (cy - w) b2 (b = the camera's forward, left and up axes), and
+    |D| >= f, so a pixel that draws has -D_z >= -h f / far. The rig's cameras turn by yaw and
+    pitch only, so b1 is level (b1_z = 0) and that reads w >= cy + (f b0_z - h f / far) / b2_z:
+    one row for the whole view. Near the horizon a band's pixels see the plane beyond ``far``
+    while the outlines of lines within ``far`` still reach it (docs/renderer.md round 17). A
+    plane at or above the camera (h >= 0) keeps the horizon row (h = 0): conservative.
+    """
+    if wp.abs(basis[1][2]) > 1.0e-6 or basis[2][2] < 1.0e-6:
+        return -_FULL
+    return cy + (focal * basis[0][2] + wp.max(-h, 0.0) * focal / far) / basis[2][2]
 
 
 @wp.kernel
@@ -1094,10 +1126,12 @@ def entry_setup(
     width: float,
     height: float,
     clip: float,
+    far: float,
     bin: int,
     view_base: int,
     # outputs: the entry's record (see `trace_ray`); with bin = 1 also its inclusive tile range
-    # (tx0, ty0, tx1, ty1), empty = (1, 1, 0, 0), and up to _EDGES screen edge lines
+    # (tx0, ty0, tx1, ty1), empty = (1, 1, 0, 0), and up to _EDGES screen edge lines (a, b, c,
+    # first row: `quad_bin`)
     rec_out: wp.array2d(dtype=EntryRecord),
     tile_range_out: wp.array2d(dtype=wp.vec4i),
     edge_out: wp.array3d(dtype=wp.vec4),
@@ -1127,7 +1161,7 @@ def entry_setup(
     if bin == 1:
         store_vec4i_2d(tile_range_out, v, k, wp.vec4i(1, 1, 0, 0))
         for e in range(_EDGES):
-            store_vec4_3d(edge_out, v, k, e, wp.vec4(0.0, 0.0, 1.0, 0.0))
+            store_vec4_3d(edge_out, v, k, e, wp.vec4(0.0, 0.0, 1.0, -_FULL))
     rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
     r0 = wp.vec4(0.0)
     r1 = wp.vec4(0.0)
@@ -1171,9 +1205,11 @@ def entry_setup(
             # holds across a line; its ends need `BIN_LINE_MARGIN_PX`, so they move out by that
             # less the smallest band margin (at the principal point).
             end_shift = wp.max(_LINE_MARGIN - bin_margin(0.0, 0.0, focal), 0.0)
+            first_row = line_first_row(basis, zm - o[2], focal, cy, far)
             rect = quad_bin(
-                pa + dn, pb + dn, pb - dn, pa - dn, o, basis, focal, cx, cy, clip, end_shift, v, k, edge_out
-            )
+                pa + dn, pb + dn, pb - dn, pa - dn, o, basis, focal, cx, cy, clip, end_shift, first_row, v, k,
+                edge_out,
+            )  # fmt: skip
     elif kind == _REF_WALL:
         a = wall_a[i]
         b = wall_b[i]
@@ -1191,7 +1227,7 @@ def entry_setup(
         r2 = wp.vec4(0.0, 0.0, 0.0, float(kind))
         if bin == 1 and seg_len > 0.0:
             hz = wp.vec3(0.0, 0.0, h)
-            rect = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, 0.0, v, k, edge_out)
+            rect = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, 0.0, -_FULL, v, k, edge_out)
     else:
         p = light_pos[i]
         hd = light_heading[i]
@@ -1255,7 +1291,9 @@ def bin_entries(
     spans a smaller angle: 0.08 px at the image centre, 0.34 px in the corners of the default
     rig (Table 3) at 96x54, against 1.5 px for every kind before. Across a ground line its
     coverage reaches at most half a footprint past the strip too; its ends reach up to
-    `BIN_LINE_MARGIN_PX`, and `quad_bin` moved those edges out. Each entry visits only the tiles of its range. Bits are set with an integer
+    `BIN_LINE_MARGIN_PX`, and `quad_bin` moved those edges out. A ground line also skips the
+    bands whose pixel centres all lie above its first row (`line_first_row`: they meet its
+    plane only beyond ``far``). Each entry visits only the tiles of its range. Bits are set with an integer
     atomic OR, whose result does not depend on the order of the writes: the masks are the same
     words on every run. Entries keep their depth order inside every band (bit k is list slot k).
     """
@@ -1270,10 +1308,13 @@ def bin_entries(
         q = wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
     # The outline's edge lines, rows of one matrix read once (the tile loop's atomics would
     # make the compiler reload them per tile); mode 1 tests none of them (0 u + 0 w + 1 >= 0).
-    edges = wp.mat44(0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+    edges = wp.mat44(0.0, 0.0, 1.0, -_FULL, 0.0, 0.0, 1.0, -_FULL, 0.0, 0.0, 1.0, -_FULL, 0.0, 0.0, 1.0, -_FULL)
     if bin_mode == 2:
         for e in range(_EDGES):
             edges[e] = load_vec4_3d(entry_edge, v, k, e)
+    # A ground line's first row (`line_first_row`, in every edge it wrote): a band whose lowest
+    # pixel centre lies above it sees the line's plane only beyond `far`.
+    first_row = wp.max(wp.max(edges[0][3], edges[1][3]), wp.max(edges[2][3], edges[3][3])) - _CENTRE_SLACK
     bit = wp.uint32(1) << wp.uint32(k - (k / 32) * 32)
     wd = k / 32
     for ty in range(q[1], q[3] + 1):
@@ -1288,8 +1329,9 @@ def bin_entries(
             du = wp.max(wp.abs(u0 - cx), wp.abs(u1 - cx))
             m0 = bin_margin(du, dw0, focal)
             m1 = bin_margin(du, dw1, focal)
-            in0 = int(1)
-            in1 = int(1)
+            # the band's lowest pixel centre lies half a pixel above its bottom edge
+            in0 = wp.where(wm - 0.5 >= first_row, 1, 0)
+            in1 = wp.where(w1 - 0.5 >= first_row, 1, 0)
             for e in range(_EDGES):
                 ed = edges[e]
                 reach_u = ed[0] * wp.where(ed[0] > 0.0, u1, u0) + ed[2]

@@ -524,7 +524,7 @@ class Renderer:
                     self._line_a, self._line_b, self._line_hw, self._line_kind,
                     self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
                     self._line_color, self._light_color,
-                    focal, cx, cy, width, height, self._clip_x(), binned, base,
+                    focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, base,
                 ],
                 outputs=[self._rec, self._tile_range, self._entry_edge],
                 device=self.device,

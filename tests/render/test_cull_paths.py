@@ -10,6 +10,7 @@ import warp as wp
 from pictura.maps import load_road_map
 from pictura.maps.roadmap import pack_polylines
 from pictura.render import CameraRig, Renderer, kernels
+from pictura.render.camera import Camera
 from pictura.render.demo import spawn_snapshot
 from pictura.sim.snapshot import WorldLayout
 from tests.render.conftest import boxes, empty_map, layout
@@ -328,3 +329,68 @@ def test_tuning_knobs_name_a_bad_value(monkeypatch):
     monkeypatch.setenv("PICTURA_RASTER_BANDS_PER_THREAD", "0")
     with pytest.raises(ValueError, match="PICTURA_RASTER_BANDS_PER_THREAD must be a positive integer"):
         rasterizer._bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 16)
+
+
+PITCHED = [
+    Camera("down", 1.6, 0.0, 1.5, 0.0, pitch_deg=-8.0),
+    Camera("up_left", 1.6, 0.1, 1.5, 40.0, pitch_deg=6.0),
+    Camera("level_back", -0.5, 0.0, 1.4, 180.0),
+    Camera("high", 0.0, 0.0, 4.0, -70.0, pitch_deg=-25.0),
+]
+
+
+@pytest.mark.parametrize(
+    ("cameras", "width", "height", "far"),
+    [
+        (PITCHED, 37, 21, 40.0), (PITCHED, 96, 54, 40.0), (PITCHED, 64, 36, 120.0),
+        # level cameras: the band of rows 28-31 sees its plane within 32 m only in its last row
+        (None, 96, 54, 32.0),
+    ],
+)  # fmt: skip
+def test_line_first_row_drops_nothing_that_is_drawn(town, cameras, width, height, far):
+    # The ground lines' first row (`kernels.line_first_row`) follows the camera's pitch and
+    # height; every entry in every tile (mode 0) is the reference.
+    road_map, layout, boxes, lights, requests = town
+    images = {}
+    for mode in (0, 2):
+        r = Renderer([road_map], layout, CameraRig(cameras=cameras, width=width, height=height, far=far))
+        r._bin_mode = mode
+        images[mode] = r.render_numpy(boxes, lights, requests)
+    assert np.array_equal(images[2], images[0])
+
+
+def test_line_first_row_keeps_ground_lines_out_of_bands_that_see_the_plane_beyond_far(town):
+    # Level cameras: a line on the plane h m below the camera can draw only at pixel centres at
+    # least |h| focal / far px below the principal point (the ray meets its plane within far).
+    # With the edges (mode 2) no band whose pixel centres all lie above that row may hold the
+    # line (NumPy reference); screen rectangles alone (mode 1) do put lines there.
+    road_map, layout, boxes, lights, requests = town
+    rig = CameraRig(width=96, height=54, far=60.0)
+    views = len(requests) * rig.num_cameras
+    cy = rig.principal[1]
+    violations = {}
+    for mode in (1, 2):
+        r = Renderer([road_map], layout, rig)
+        r._bin_mode = mode
+        r.render_numpy(boxes, lights, requests)
+        rec = r._rec.numpy()[:views]
+        count = r._list_count.numpy()[:views]
+        masks = r._mask.numpy()[:views]  # (views, bands, words)
+        bits = np.unpackbits(masks.view(np.uint8).reshape(*masks.shape, 4), axis=-1, bitorder="little")
+        binned = bits.reshape(views, masks.shape[1], -1)[..., : r.list_capacity].astype(bool)
+        band = np.arange(masks.shape[1])
+        tiles_x = -(-rig.width // kernels.TILE_PX)
+        lowest_centre = (band // 2) // tiles_x * kernels.TILE_PX + (band % 2) * kernels.TILE_PX // 2 + 3.5
+        checked = bad = 0
+        for v in range(views):
+            for k in range(count[v]):
+                if int(rec[v, k]["r2"][3]) != kernels.REF_LINE:
+                    continue
+                h = float(rec[v, k]["r1"][1])
+                first_row = cy + max(-h, 0.0) * rig.focal / rig.far - kernels.BIN_CENTRE_SLACK_PX
+                bad += int((lowest_centre[binned[v, :, k]] < first_row).sum())
+                checked += 1
+        assert checked > 100
+        violations[mode] = bad
+    assert violations[2] == 0
+    assert violations[1] > 0
