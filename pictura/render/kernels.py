@@ -1312,8 +1312,9 @@ def bin_entries(
     if bin_mode == 2:
         for e in range(_EDGES):
             edges[e] = load_vec4_3d(entry_edge, v, k, e)
-    # A ground line's first row (`line_first_row`, in every edge it wrote): a band whose lowest
-    # pixel centre lies above it sees the line's plane only beyond `far`.
+    # A ground line's first row (`line_first_row`; the largest w of its edges, -_FULL for other
+    # kinds): a band whose lowest pixel centre lies above it sees the line's plane only beyond
+    # `far`.
     first_row = wp.max(wp.max(edges[0][3], edges[1][3]), wp.max(edges[2][3], edges[3][3])) - _CENTRE_SLACK
     bit = wp.uint32(1) << wp.uint32(k - (k / 32) * 32)
     wd = k / 32

@@ -165,6 +165,8 @@ class Renderer:
         self._line_color = arr(LINE_COLOR, wp.vec3)
         self._light_color = arr(LIGHT_COLOR, wp.vec3)
         self._misc_color = arr(np.array([SKY, GROUND, WALL], np.float32), wp.vec3)
+        # Sky and ground as output bytes, for the raster's empty bands: converted by the same
+        # function on the same device as every other pixel, so the bytes are the same.
         misc_bytes = wp.zeros(2, dtype=wp.vec3ub, device=self.device)
         wp.launch(kernels.palette_bytes, dim=2, inputs=[self._misc_color], outputs=[misc_bytes], device=self.device)
         self._sky_rgb, self._ground_rgb = (wp.vec3ub(*rgb) for rgb in misc_bytes.numpy())
@@ -305,8 +307,9 @@ class Renderer:
                     device=self.device,
                 )  # fmt: skip
             mask = self._tile_mask(views)
-            # a launch's lists and masks go flattened (one index per load), so each must stay
-            # below 2^31 elements, as its threads do
+            # a launch's lists and masks go flattened (one index per load; contiguous, as
+            # `array_io`'s raw loads need), so each must stay below 2^31 elements, as its
+            # threads do
             per_view = max(threads_per_view, mask.shape[1] * mask.shape[2], self.list_capacity)
             for base, count in self._launch_ranges(views, per_view):
                 wp.launch(
