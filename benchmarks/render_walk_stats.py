@@ -11,6 +11,11 @@ any of its pixels walked and which of those left a fragment (coverage > 0) in at
 of them. The line gives, per non-empty band, the entries binned, walked and drawing, by kind:
 the walk's cost is the entries walked, its useful work the ones drawing.
 
+``--by-row`` adds one ``render_walk_rows`` line per resolution: per band row (its first pixel
+row), the fraction of non-empty bands, the entries walked and drawing per non-empty band, and
+the row's share of all walked entries and of the walked lines that draw nowhere in their band
+(how round 17 in docs/renderer.md found its waste at the horizon).
+
 ``--check-bins`` also renders every view with each entry binned to every band
 (``Renderer._bin_mode = 0``) and reports how many pixels differ from the tight bins: any
 difference means the binning dropped an entry that draws (it must be 0).
@@ -124,6 +129,34 @@ def band_entry_sets(r: Renderer, views: int) -> tuple[np.ndarray, np.ndarray, np
     )
 
 
+def band_first_rows(bands: int, width: int) -> np.ndarray:
+    """(bands,) first pixel row of each band (mask row 2 t + h: half h of tile t, row order)."""
+    band = np.arange(bands)
+    tiles_x = -(-width // kernels.TILE_PX)
+    return (band // 2) // tiles_x * kernels.TILE_PX + (band % 2) * (kernels.TILE_PX // 2)
+
+
+def walk_by_row(binned: np.ndarray, walked: np.ndarray, drawn: np.ndarray, kind: np.ndarray, width: int) -> dict:
+    """`--by-row`: per band row, what the walk visits (see the module docstring)."""
+    rows = band_first_rows(binned.shape[1], width)
+    nonempty = binned.any(-1)
+    wasted_lines = walked & ~drawn & (kind == kernels.REF_LINE)
+    out = {}
+    for r in np.unique(rows):
+        sel = rows == r
+        ne = nonempty[:, sel]
+        per_band = {
+            name: round(float(bits[:, sel].sum(-1)[ne].mean()), 3) if ne.any() else 0.0
+            for name, bits in (("walked", walked), ("drawn", drawn), ("wasted_lines", wasted_lines))
+        }
+        out[str(int(r))] = {
+            "nonempty": round(float(ne.mean()), 3), **per_band,
+            "share_of_walked": round(float(walked[:, sel].sum() / max(walked.sum(), 1)), 3),
+            "share_of_wasted_lines": round(float(wasted_lines[:, sel].sum() / max(wasted_lines.sum(), 1)), 3),
+        }  # fmt: skip
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cpu", help="Warp device (default cpu)")
@@ -134,6 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--resolutions", default="96x54", help="comma-separated WxH (default 96x54)")
     p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
     p.add_argument("--check-bins", action="store_true", help="also compare against every-band binning")
+    p.add_argument("--by-row", action="store_true", help="also print the walk per band row (render_walk_rows)")
     args = p.parse_args(argv)
     wp.config.quiet = True
     wp.init()
@@ -167,6 +201,9 @@ def main(argv: list[str] | None = None) -> None:
             reference = r_all.render_numpy(boxes[None], lights[None], requests)
             row["pixels_differing_from_every_band_bins"] = int((reference != images).any(-1).sum())
         print(json.dumps(row), flush=True)
+        if args.by_row:
+            rows = walk_by_row(binned, walked_b, drawn_b, kind, w)
+            print(json.dumps({"name": "render_walk_rows", "resolution": res, "rows": rows}), flush=True)
 
 
 if __name__ == "__main__":

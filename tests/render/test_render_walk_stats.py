@@ -50,3 +50,25 @@ def test_the_walk_copy_draws_every_agent_the_raster_shows(width, height):
         assert binned[v, band, k[0]] and walked[v, band, k[0]] and drawn[v, band, k[0]], (v, py, px)
         checked += 1
     assert checked > 100  # the scene shows agents
+
+
+def test_walk_by_row_counts_per_band_row():
+    # One view 8 px wide (one tile per row): bands 0..3 start at pixel rows 0, 4, 8, 12.
+    # Entries: 0 an agent, 1 and 2 lines. Band 0 is empty; band 1 walks all three (the agent and
+    # line 1 draw); band 2 walks line 2 without drawing; band 3 walks and draws line 1.
+    from benchmarks.render_walk_stats import band_first_rows, walk_by_row
+
+    assert band_first_rows(4, 8).tolist() == [0, 4, 8, 12]
+    assert band_first_rows(4, 16).tolist() == [0, 4, 0, 4]  # two tiles per row
+    kind = np.array([[[kernels.REF_AGENT, kernels.REF_LINE, kernels.REF_LINE]]])
+    binned = np.array([[[0, 0, 0], [1, 1, 1], [0, 0, 1], [0, 1, 0]]], bool)
+    walked = binned.copy()
+    drawn = np.array([[[0, 0, 0], [1, 1, 0], [0, 0, 0], [0, 1, 0]]], bool)
+    rows = walk_by_row(binned, walked, drawn, kind, 8)
+    assert rows["0"] == {
+        "nonempty": 0.0, "walked": 0.0, "drawn": 0.0, "wasted_lines": 0.0, "share_of_walked": 0.0,
+        "share_of_wasted_lines": 0.0,
+    }  # fmt: skip
+    assert rows["4"]["walked"] == 3.0 and rows["4"]["drawn"] == 2.0 and rows["4"]["wasted_lines"] == 1.0
+    assert rows["8"]["wasted_lines"] == 1.0 and rows["8"]["share_of_wasted_lines"] == 0.5
+    assert rows["12"]["share_of_walked"] == 0.2  # 1 of the 5 walked entries
