@@ -929,13 +929,14 @@ def entry_margin(kind: int, du: float, dw: float, focal: float) -> float:
 
 
 @wp.func
-def rect_edges(edge_out: wp.array3d(dtype=wp.vec4), v: int, k: int, rect: wp.vec4):
+def rect_edges(edge_out: wp.array3d(dtype=wp.vec4), v: int, k: int, rect: wp.vec4, first_row: float):
     """The screen rectangle (umin, wmin, umax, wmax) as `quad_bin`'s edge lines, for the entries
-    with no polygon outline (cuboids, lights), so `bin_entries` tests every kind per band."""
-    store_vec4_3d(edge_out, v, k, 0, wp.vec4(1.0, 0.0, -rect[0], -_FULL))
-    store_vec4_3d(edge_out, v, k, 1, wp.vec4(0.0, 1.0, -rect[1], -_FULL))
-    store_vec4_3d(edge_out, v, k, 2, wp.vec4(-1.0, 0.0, rect[2], -_FULL))
-    store_vec4_3d(edge_out, v, k, 3, wp.vec4(0.0, -1.0, rect[3], -_FULL))
+    with no polygon outline (cuboids, lights, a quad seen as a sliver), so `bin_entries` tests
+    every kind per band; w = ``first_row`` (`quad_bin`)."""
+    store_vec4_3d(edge_out, v, k, 0, wp.vec4(1.0, 0.0, -rect[0], first_row))
+    store_vec4_3d(edge_out, v, k, 1, wp.vec4(0.0, 1.0, -rect[1], first_row))
+    store_vec4_3d(edge_out, v, k, 2, wp.vec4(-1.0, 0.0, rect[2], first_row))
+    store_vec4_3d(edge_out, v, k, 3, wp.vec4(0.0, -1.0, rect[3], first_row))
 
 
 @wp.func
@@ -1010,10 +1011,10 @@ def quad_bin(
     are written as unit lines (a, b, c), inside where a u + b w + c >= 0 (any subset of a convex
     polygon's edges bounds it, so dropping one stays conservative). The edges along the quad's
     edges p1 p2 and p3 p0 (a ground line's ends) and along the clip plane are moved out by
-    ``end_shift`` px. Degenerate polygons (seen edge-on, or a sliver under a pixel in area) keep
-    only the rectangle. Every edge written carries ``first_row`` in w, and edge 0 does when none
-    is (`bin_entries` takes the largest w and drops the bands whose pixel centres all lie above
-    it; -_FULL: none).
+    ``end_shift`` px. Degenerate polygons (seen edge-on, or a sliver under a pixel in area) get
+    their rectangle's edges instead, moved out by ``end_shift``. Every edge written carries
+    ``first_row`` in w (`bin_entries` takes the largest w and drops the bands whose pixel
+    centres all lie above it; -_FULL: none).
     """
     xq = wp.vec4(0.0)
     yq = wp.vec4(0.0)
@@ -1071,8 +1072,11 @@ def quad_bin(
                 shift = wp.where(((shifted >> i) & 1) == 1, end_shift, 0.0)
                 store_vec4_3d(edge_out, v, k, i, wp.vec4(a, b, shift - (a * us[i] + b * ws[i]), first_row))
     else:
-        # no outline edges (a far line's sliver), but its first row still holds
-        store_vec4_3d(edge_out, v, k, 0, wp.vec4(0.0, 0.0, 1.0, first_row))
+        # No outline (a far line's dash, under a pixel in area): its rectangle, grown by
+        # ``end_shift`` (all of a sliver is near an end), tests each band instead of the whole
+        # tile range (at 96x54 these were a quarter of the walked lines that draw nothing).
+        g = wp.vec4(rect[0] - end_shift, rect[1] - end_shift, rect[2] + end_shift, rect[3] + end_shift)
+        rect_edges(edge_out, v, k, g, first_row)
     return rect
 
 
@@ -1178,7 +1182,7 @@ def entry_setup(
         r2 = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, float(kind))
         if bin == 1:
             rect = box_rect(agent_box, step, i, o, basis, focal, cx, cy, clip)
-            rect_edges(edge_out, v, k, rect)
+            rect_edges(edge_out, v, k, rect, -_FULL)
     elif kind == _REF_LINE:
         a = line_a[i]
         b = line_b[i]
@@ -1248,7 +1252,7 @@ def entry_setup(
                         rect = wp.vec4(-_FULL, -_FULL, _FULL, _FULL)
                     else:
                         rect = rect_add(rect, q, focal, cx, cy)
-            rect_edges(edge_out, v, k, rect)
+            rect_edges(edge_out, v, k, rect, -_FULL)
     store_record(rec_out, v, k, r0, r1, r2, list_bound[v, k])
     if bin == 0:
         return

@@ -394,3 +394,46 @@ def test_line_first_row_keeps_ground_lines_out_of_bands_that_see_the_plane_beyon
         violations[mode] = bad
     assert violations[2] == 0
     assert violations[1] > 0
+
+
+def test_ground_lines_bin_only_to_bands_near_their_projection(town):
+    # NumPy reference: project each line entry's end points with the view's camera; every band
+    # the line is binned to must come within the line's reach of that segment's screen
+    # rectangle: the strip's projected half width, the 1.5 px end margin, the largest band
+    # margin and half a pixel. Lines too short to have an outline (a dash under a pixel in
+    # area) used to take both bands of every tile their rectangle touched.
+    road_map, layout, boxes, lights, requests = town
+    rig = CameraRig(width=96, height=54)
+    r = Renderer([road_map], layout, rig)
+    r.render_numpy(boxes, lights, requests)
+    views = len(requests) * rig.num_cameras
+    rec = r._rec.numpy()[:views]
+    count = r._list_count.numpy()[:views]
+    basis = r._view_basis.numpy()[:views]
+    masks = r._mask.numpy()[:views]
+    bits = np.unpackbits(masks.view(np.uint8).reshape(*masks.shape, 4), axis=-1, bitorder="little")
+    binned = bits.reshape(views, masks.shape[1], -1)[..., : r.list_capacity].astype(bool)
+    band = np.arange(masks.shape[1])
+    tiles_x = -(-rig.width // kernels.TILE_PX)
+    bu0 = (band // 2) % tiles_x * kernels.TILE_PX
+    bw0 = (band // 2) // tiles_x * kernels.TILE_PX + (band % 2) * (kernels.TILE_PX // 2)
+    f, (cx, cy) = rig.focal, rig.principal
+    checked = 0
+    for v in range(views):
+        for k in range(count[v]):
+            e = rec[v, k]
+            if int(e["r2"][3]) != kernels.REF_LINE:
+                continue
+            a = np.array([e["r0"][0], e["r0"][1], e["r1"][1]], np.float64)
+            ends = [a, a + e["r1"][0] * np.array([e["r0"][2], e["r0"][3], 0.0])]
+            cam = [basis[v].astype(np.float64) @ p for p in ends]
+            if min(c[0] for c in cam) < 1.0:
+                continue  # near or behind the camera plane: clipped outlines, whole-screen bins
+            us = [cx - f * c[1] / c[0] for c in cam]
+            ws = [cy - f * c[2] / c[0] for c in cam]
+            reach = float(e["r1"][2]) * f / min(c[0] for c in cam) + kernels.BIN_LINE_MARGIN_PX + 0.5 + 0.5
+            for b in np.flatnonzero(binned[v, :, k]):
+                assert bu0[b] - reach <= max(us) and min(us) <= bu0[b] + kernels.TILE_PX + reach, (v, k, b)
+                assert bw0[b] - reach <= max(ws) and min(ws) <= bw0[b] + kernels.TILE_PX // 2 + reach, (v, k, b)
+            checked += 1
+    assert checked > 100
