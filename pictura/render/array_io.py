@@ -14,9 +14,12 @@ Two costs of Warp's own indexing that the raster pays per band and per walked en
   and index it from its data pointer (``a.data + i``): callers pass flattened arrays (the
   raster's lists, masks and ray frames) and never a negative index.
 
-Values are the same bits either way. On the H200 (docs/renderer.md, round 16) these took a
-20,400-ego call at 96x54 from 1.28 M to 1.35 M agent-steps/s; ``wp::address`` (Warp's index
-with the wrap and stride) in the 1-D loads instead cost the raster 3 %.
+Loads go through the read-only cache (``__ldg``): only for data the calling kernel does not
+write (every use here reads what an earlier launch wrote). Values are the same bits either
+way. On the H200 (docs/renderer.md, round 16) the vector loads and stores, with the empty
+bands' background bytes, took a 20,400-ego call at 96x54 from 1.28 M to 1.35 M
+agent-steps/s (round 16 as a whole: 1.45 M); ``wp::address`` (Warp's index with the wrap and
+stride) in the 1-D loads instead cost the raster 3 %.
 """
 
 from __future__ import annotations
