@@ -1011,10 +1011,12 @@ def quad_bin(
     are written as unit lines (a, b, c), inside where a u + b w + c >= 0 (any subset of a convex
     polygon's edges bounds it, so dropping one stays conservative). The edges along the quad's
     edges p1 p2 and p3 p0 (a ground line's ends) and along the clip plane are moved out by
-    ``end_shift`` px. Degenerate polygons (seen edge-on, or a sliver under a pixel in area) get
-    their rectangle's edges instead, moved out by ``end_shift``. Every edge written carries
-    ``first_row`` in w (`bin_entries` takes the largest w and drops the bands whose pixel
-    centres all lie above it; -_FULL: none).
+    ``end_shift`` px; an edge slot the polygon leaves unused (a triangle, a zero-length edge)
+    gets a line that holds everywhere. Degenerate polygons (seen edge-on, or a sliver under a
+    pixel in area) get their rectangle's edges instead, moved out by ``end_shift``. All four
+    carry ``first_row`` in w (`bin_entries` drops the bands whose pixel centres all lie above
+    it; -_FULL: none). A polygon wholly behind the clip plane returns an empty rectangle and
+    writes nothing: it bins nowhere.
     """
     xq = wp.vec4(0.0)
     yq = wp.vec4(0.0)
@@ -1061,16 +1063,19 @@ def quad_bin(
         area2 += us[i] * ws[j] - us[j] * ws[i]
     if wp.abs(area2) >= 1.0:
         sgn = wp.sign(area2)
-        for i in range(wp.min(n, _EDGES)):
-            j = (i + 1) % n
-            du = us[j] - us[i]
-            dw = ws[j] - ws[i]
-            ln = wp.sqrt(du * du + dw * dw)
-            if ln > 1.0e-6:
-                a = -sgn * dw / ln
-                b = sgn * du / ln
-                shift = wp.where(((shifted >> i) & 1) == 1, end_shift, 0.0)
-                store_vec4_3d(edge_out, v, k, i, wp.vec4(a, b, shift - (a * us[i] + b * ws[i]), first_row))
+        for i in range(_EDGES):
+            edge = wp.vec4(0.0, 0.0, 1.0, first_row)  # 0 u + 0 w + 1 >= 0: keeps every band
+            if i < n:
+                j = (i + 1) % n
+                du = us[j] - us[i]
+                dw = ws[j] - ws[i]
+                ln = wp.sqrt(du * du + dw * dw)
+                if ln > 1.0e-6:
+                    a = -sgn * dw / ln
+                    b = sgn * du / ln
+                    shift = wp.where(((shifted >> i) & 1) == 1, end_shift, 0.0)
+                    edge = wp.vec4(a, b, shift - (a * us[i] + b * ws[i]), first_row)
+            store_vec4_3d(edge_out, v, k, i, edge)
     else:
         # No outline (a far line's dash, under a pixel in area): its rectangle, grown by
         # ``end_shift`` (all of a sliver is near an end), tests each band instead of the whole
@@ -1134,7 +1139,7 @@ def entry_setup(
     bin: int,
     view_base: int,
     # outputs: the entry's record (see `trace_ray`); with bin = 1 also its inclusive tile range
-    # (tx0, ty0, tx1, ty1), empty = (1, 1, 0, 0), and up to _EDGES screen edge lines (a, b, c,
+    # (tx0, ty0, tx1, ty1), empty = (1, 1, 0, 0), and its _EDGES screen edge lines (a, b, c,
     # first row: `quad_bin`)
     rec_out: wp.array2d(dtype=EntryRecord),
     tile_range_out: wp.array2d(dtype=wp.vec4i),
@@ -1162,10 +1167,9 @@ def entry_setup(
     ref = list_ref[v, k]
     kind = ref >> _REF_SHIFT
     i = ref & _REF_MASK
-    if bin == 1:
-        store_vec4i_2d(tile_range_out, v, k, wp.vec4i(1, 1, 0, 0))
-        for e in range(_EDGES):
-            store_vec4_3d(edge_out, v, k, e, wp.vec4(0.0, 0.0, 1.0, -_FULL))
+    # Every kind's binning path below writes all four edge lines of an entry whose rectangle is
+    # non-empty (`rect_edges`, `quad_bin`); an empty one gets the empty tile range and bins
+    # nowhere, so its edge lines are never read.
     rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
     r0 = wp.vec4(0.0)
     r1 = wp.vec4(0.0)
@@ -1258,15 +1262,17 @@ def entry_setup(
         return
     # The margin at the image corner farthest from the principal point holds for every pixel.
     m = entry_margin(kind, wp.max(cx, width - cx), wp.max(cy, height - cy), focal)
-    if rect[2] < -m or rect[3] < -m or rect[0] > width + m or rect[1] > height + m:
-        return
-    tiles_x = (int(width) + _TILE - 1) / _TILE
-    tiles_y = (int(height) + _TILE - 1) / _TILE
-    tx0 = wp.clamp(int(wp.floor((wp.max(rect[0], -2.0 * m) - m) / float(_TILE))), 0, tiles_x - 1)
-    ty0 = wp.clamp(int(wp.floor((wp.max(rect[1], -2.0 * m) - m) / float(_TILE))), 0, tiles_y - 1)
-    tx1 = wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0 * m) + m) / float(_TILE))), 0, tiles_x - 1)
-    ty1 = wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0 * m) + m) / float(_TILE))), 0, tiles_y - 1)
-    store_vec4i_2d(tile_range_out, v, k, wp.vec4i(tx0, ty0, tx1, ty1))
+    tiles = wp.vec4i(1, 1, 0, 0)  # empty: off screen, or an empty rectangle
+    if rect[2] >= -m and rect[3] >= -m and rect[0] <= width + m and rect[1] <= height + m:
+        tiles_x = (int(width) + _TILE - 1) / _TILE
+        tiles_y = (int(height) + _TILE - 1) / _TILE
+        tiles = wp.vec4i(
+            wp.clamp(int(wp.floor((wp.max(rect[0], -2.0 * m) - m) / float(_TILE))), 0, tiles_x - 1),
+            wp.clamp(int(wp.floor((wp.max(rect[1], -2.0 * m) - m) / float(_TILE))), 0, tiles_y - 1),
+            wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0 * m) + m) / float(_TILE))), 0, tiles_x - 1),
+            wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0 * m) + m) / float(_TILE))), 0, tiles_y - 1),
+        )
+    store_vec4i_2d(tile_range_out, v, k, tiles)
 
 
 @wp.kernel
@@ -1316,10 +1322,10 @@ def bin_entries(
     if bin_mode == 2:
         for e in range(_EDGES):
             edges[e] = load_vec4_3d(entry_edge, v, k, e)
-    # A ground line's first row (`line_first_row`; the largest w of its edges, -_FULL for other
+    # A ground line's first row (`line_first_row`, the w of each of its edges; -_FULL for other
     # kinds): a band whose lowest pixel centre lies above it sees the line's plane only beyond
     # `far`.
-    first_row = wp.max(wp.max(edges[0][3], edges[1][3]), wp.max(edges[2][3], edges[3][3])) - _CENTRE_SLACK
+    first_row = edges[0][3] - _CENTRE_SLACK
     bit = wp.uint32(1) << wp.uint32(k - (k / 32) * 32)
     wd = k / 32
     for ty in range(q[1], q[3] + 1):
