@@ -21,11 +21,13 @@ numbered ``v = (request - request_offset) * C + camera``.
    per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines);
    `bin_entries` (thread per list entry, over its rectangle's tiles) sets one bit per (band,
    entry) for the ``TILE_PX``-square screen tiles the outline may touch (integer atomic OR:
-   the same words whatever the order).
+   the same words whatever the order); `band_occupancy` (thread per band) ORs each raster band
+   group's non-empty bands into one word.
 4. `view_rays` (thread per view) writes the view's ray frame; `raster_views` (a warp per group
    of bands of one view, a thread per pixel of a band, walking the group's bands in turn;
    `raster_views_wide` the same for large views, `raster_views_ss` with ``s x s`` rays per
-   pixel) stores the background at once when a band is empty, else tests the band's entries front
+   pixel) stores the background at once when a band is empty (its group's occupancy bit is
+   clear), else tests the band's entries front
    to back from their records
    (depth and coverage only) into a 4-slot depth-sorted register buffer, stops once the next
    primitive's bound lies behind an opaque fragment, then colours and composites the kept
@@ -35,8 +37,8 @@ numbered ``v = (request - request_offset) * C + camera``.
 Per-view-parallel kernels take a ``view_base`` so a chunk can be split into launches of fewer
 than 2^31 threads (Warp's limit on one launch).
 
-No float atomics (the bins' integer OR gives the same words in any order) and a fixed
-evaluation order: every image is a pure function of the snapshot, on a given device. CUDA
+No float atomics (the bins' and occupancy's integer ORs give the same words in any order) and a
+fixed evaluation order: every image is a pure function of the snapshot, on a given device. CUDA
 builds use fast math (below), CPU builds exact arithmetic, so the two differ in the last bits.
 """
 
@@ -137,6 +139,11 @@ one bit per (band, list entry), a band being the top or bottom TILE_PX / 2 rows 
 rows one warp of a tile shades), so mask row 2 t + h is half h of tile t."""
 _TILE = wp.constant(TILE_PX)
 _BAND = wp.constant(TILE_PX // 2)
+# The raster's per-band index arithmetic is shifts and masks (a signed `/` by a power of two is
+# three instructions, a shift one): tid -> lane (32 per warp), band -> tile, lane -> tile row.
+TILE_SHIFT = 3
+assert 1 << TILE_SHIFT == TILE_PX
+_TILE_SHIFT = wp.constant(TILE_SHIFT)
 _FULL = wp.constant(1.0e9)
 _OPAQUE = wp.constant(0.999)
 _FAR_FADE = wp.constant(0.15)
@@ -1361,6 +1368,23 @@ def bin_entries(
 
 
 @wp.func
+def box_face(
+    oa: float, da: float, ea: float, ob: float, db: float, eb: float, oc: float, dc: float, ec: float,
+    pix: float, near: float, far: float, antialias: int,
+) -> wp.vec2:
+    """(t, coverage) of the ray on the cuboid face across axis a that faces the camera (axes b,
+    c span it): the in-plane distance to the face's edges over the pixel footprint; (0, 0) when
+    the face looks away, or lies outside [near, far]."""
+    side = wp.sign(oa)
+    if wp.abs(oa) > ea and da * side < 0.0:
+        t = (side * ea - oa) / da
+        if t >= near and t <= far:
+            sd = wp.max(wp.abs(ob + t * db) - eb, wp.abs(oc + t * dc) - ec)
+            return wp.vec2(t, coverage(sd, t * pix, antialias))
+    return wp.vec2(0.0)
+
+
+@wp.func
 def box_fragment(
     r0: wp.vec4,
     r1: wp.vec4,
@@ -1372,38 +1396,40 @@ def box_fragment(
     far: float,
     antialias: int,
 ) -> vec5:
-    """Cuboid: per camera-facing face, coverage from the in-plane distance to the face edges."""
+    """Cuboid: per camera-facing face, coverage from the in-plane distance to the face edges.
+
+    Each face's (t, coverage) comes first (`box_face`) and the colours after: a loop over the
+    axes that loaded and accumulated each face's colour as it went held ~26 more registers
+    across the raster's walk, which spilled at its register cap (docs/renderer.md, round 19)."""
     ca = r0[3]
     sa = r1[3]
-    ol = wp.vec3(r0[0], r0[1], r0[2])
-    e = wp.vec3(r1[0], r1[1], r1[2])
-    dl = wp.vec3(ca * d[0] + sa * d[1], -sa * d[0] + ca * d[1], d[2])
-    cov_sum = float(0.0)
-    col = wp.vec3(0.0)
-    best_cov = float(-1.0)
-    best_t = float(0.0)
-    for ax in range(3):
-        side = wp.sign(ol[ax])
-        if wp.abs(ol[ax]) > e[ax] and dl[ax] * side < 0.0:
-            t = (side * e[ax] - ol[ax]) / dl[ax]
-            if t >= near and t <= far:
-                p = ol + t * dl
-                sd = float(-1.0e30)
-                for j in range(3):
-                    if j != ax:
-                        sd = wp.max(sd, wp.abs(p[j]) - e[j])
-                cov = coverage(sd, t * pix, antialias)
-                if cov > 0.0:
-                    face = 2 * ax
-                    if side < 0.0:
-                        face += 1
-                    col += cov * load_vec3(face_color, kind * 6 + face)
-                    cov_sum += cov
-                    if cov > best_cov:
-                        best_cov = cov
-                        best_t = t
+    dx = ca * d[0] + sa * d[1]
+    dy = -sa * d[0] + ca * d[1]
+    fx = box_face(r0[0], dx, r1[0], r0[1], dy, r1[1], r0[2], d[2], r1[2], pix, near, far, antialias)
+    fy = box_face(r0[1], dy, r1[1], r0[0], dx, r1[0], r0[2], d[2], r1[2], pix, near, far, antialias)
+    fz = box_face(r0[2], d[2], r1[2], r0[0], dx, r1[0], r0[1], dy, r1[1], pix, near, far, antialias)
+    cx = fx[1]
+    cy = fy[1]
+    cz = fz[1]
+    cov_sum = cx + cy + cz  # a face that adds 0 leaves the sums' bits as skipping it would
     if cov_sum <= 0.0:
         return vec5(0.0)
+    # The most-covering face's depth (the first of equals, in axis order).
+    best_t = fx[0]
+    best_cov = cx
+    if cy > best_cov:
+        best_t = fy[0]
+        best_cov = cy
+    if cz > best_cov:
+        best_t = fz[0]
+    base = kind * 6
+    col = wp.vec3(0.0)
+    if cx > 0.0:
+        col += cx * load_vec3(face_color, base + wp.where(r0[0] < 0.0, 1, 0))
+    if cy > 0.0:
+        col += cy * load_vec3(face_color, base + 2 + wp.where(r0[1] < 0.0, 1, 0))
+    if cz > 0.0:
+        col += cz * load_vec3(face_color, base + 4 + wp.where(r0[2] < 0.0, 1, 0))
     col = col * (depth_shade(best_t) / cov_sum)
     return vec5(best_t, col[0], col[1], col[2], wp.min(cov_sum, 1.0))
 
@@ -1743,9 +1769,9 @@ def band_group(tid: int, groups_view: int, inv_groups_view: wp.float64) -> wp.ve
     runtime value is ~30 instructions, the product 4, and exact because (w + 0.5) / groups
     lies at least 0.5 / groups from an integer, far beyond float64 rounding for w < 2^31.
     """
-    w = tid / 32
+    w = tid >> 5
     vl = int((wp.float64(w) + wp.float64(0.5)) * inv_groups_view)
-    return wp.vec3i(vl, w - vl * groups_view, tid - w * 32)
+    return wp.vec3i(vl, w - vl * groups_view, tid & 31)
 
 
 @wp.func
@@ -1755,11 +1781,10 @@ def band_pixel(band: int, lane: int, tiles_x: int, inv_tiles_x: float) -> wp.vec
     per 32 pixels of an image row, was measured slower: 241 K vs 306 K agent-steps/s at 96x54,
     docs/renderer.md). The tile row is a quotient by the runtime ``tiles_x`` through
     its float32 reciprocal, exact for the < 2^18 tiles of a view (see `band_group`)."""
-    t = band / 2
+    t = band >> 1
     ty = int((float(t) + 0.5) * inv_tiles_x)
-    lane_row = lane / _TILE
-    px = (t - ty * tiles_x) * _TILE + lane - lane_row * _TILE
-    py = ty * _TILE + (band - 2 * t) * _BAND + lane_row
+    px = ((t - ty * tiles_x) << _TILE_SHIFT) + (lane & (_TILE - 1))
+    py = (ty << _TILE_SHIFT) + (band & 1) * _BAND + (lane >> _TILE_SHIFT)
     return wp.vec2i(px, py)
 
 
@@ -1775,6 +1800,7 @@ class RasterGroup:
     words: int  # mask words per band
     rec_base: int  # the view's first record in the launch's flattened lists
     mask_row: int  # the view's first mask word in the launch's flattened masks
+    group: int  # the group's index among the launch's (view, group) pairs (`band_occupancy`)
 
 
 @wp.func
@@ -1794,6 +1820,7 @@ def raster_group(
     r.words = mask_words(capacity)
     r.rec_base = g[0] * capacity
     r.mask_row = g[0] * bands * r.words
+    r.group = g[0] * groups_view + g[1]
     return r
 
 
@@ -1818,13 +1845,32 @@ def mask_words(capacity: int) -> int:
     return (capacity + 31) / 32
 
 
-@wp.func
-def band_is_empty(tile_mask: wp.array(dtype=wp.uint32), mask_base: int, words: int) -> bool:
-    """No list entry is binned to the band whose ``words`` mask words start at ``mask_base``."""
+@wp.kernel
+def band_occupancy(
+    tile_mask: wp.array(dtype=wp.uint32),
+    words: int,
+    bands: int,
+    bands_per_thread: int,
+    groups_view: int,
+    occupancy_out: wp.array(dtype=wp.uint32),
+):
+    """Thread per (view, band): sets bit b of word (view, g) of the zeroed ``occupancy_out``
+    when band ``g * bands_per_thread + b`` (raster band group g, `raster_launch`) has a list
+    entry binned to it (an integer atomic OR: the words do not depend on the order).
+    ``tile_mask`` is the launch's masks flattened (``bands`` bands of ``words`` words per view).
+
+    The raster tests a band's bit in the word it loads once per group instead of loading the
+    band's mask words to find it empty (~45 % of bands at 96x54) and loading them again to walk
+    a non-empty one (docs/renderer.md round 19)."""
+    tid = wp.tid()
+    v = tid / bands
+    band = tid - v * bands
     bits = wp.uint32(0)
     for wd in range(words):
-        bits = bits | load_u32(tile_mask, mask_base + wd)
-    return bits == wp.uint32(0)
+        bits = bits | load_u32(tile_mask, tid * words + wd)
+    if bits != wp.uint32(0):
+        group = band / bands_per_thread
+        wp.atomic_or(occupancy_out, v * groups_view + group, wp.uint32(1) << wp.uint32(band - group * bands_per_thread))
 
 
 @wp.func
@@ -1928,6 +1974,8 @@ def _raster_views(
     rec: wp.array(dtype=EntryRecord),
     tile_mask: wp.array(dtype=wp.uint32),
     capacity: int,
+    # `band_occupancy` of the launch's views, flattened: a word per (view, band group)
+    occupancy: wp.array(dtype=wp.uint32),
     # palette
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
@@ -1955,6 +2003,7 @@ def _raster_views(
     each band of the group (supersample = 1)."""
     g = raster_group(wp.tid(), groups_view, inv_groups_view, bands_per_thread, width, height, capacity)
     image = out_offset + view_base + g.view
+    occupied = load_u32(occupancy, g.group)
     for band in range(g.first, g.end):
         p = band_pixel(band, g.lane, g.tiles_x, inv_tiles_x)
         if p[0] >= width or p[1] >= height:
@@ -1962,24 +2011,27 @@ def _raster_views(
         # The view's ray frame is loaded per band: held across the loop it would take ~10
         # registers, and the walk is register bound (a wider stack frame spills in its loop).
         r1 = load_vec4(view_ray, 3 * g.view + 1)
-        color = wp.vec3(0.0)  # an invalid request (slot -1, empty slot, bad step): black
-        if r1[3] >= 0.0:
-            r0 = load_vec4(view_ray, 3 * g.view)
-            r2 = load_vec4(view_ray, 3 * g.view + 2)
-            d = pixel_ray(r0, r1, r2, float(p[0]), float(p[1]))
-            bg = ray_background(d, r0[3])
-            if band_is_empty(tile_mask, g.mask_row + band * g.words, g.words):
-                # ~45 % of bands (96x54, pinned scene): ground or sky, stored as bytes: bit for
-                # bit what trace_ray returns for an empty list (0 + 1 * colour), converted.
-                rgb = sky_rgb
-                if bg == 1:
-                    rgb = ground_rgb
-                store_rgb(image_out, image, p[1] * width + p[0], rgb)
-                continue
-            color = trace_ray(
-                d, rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color, misc_color, bg,
-                pix, near, far, antialias,
-            )  # fmt: skip
+        if r1[3] < 0.0:
+            # an invalid request (slot -1, empty slot, bad step; 37 % of the env's acting
+            # requests): black, stored as bytes
+            store_rgb(image_out, image, p[1] * width + p[0], wp.vec3ub(wp.uint8(0)))
+            continue
+        r0 = load_vec4(view_ray, 3 * g.view)
+        r2 = load_vec4(view_ray, 3 * g.view + 2)
+        d = pixel_ray(r0, r1, r2, float(p[0]), float(p[1]))
+        bg = ray_background(d, r0[3])
+        if (occupied >> wp.uint32(band - g.first)) & wp.uint32(1) == wp.uint32(0):
+            # ~45 % of bands (96x54, pinned scene): ground or sky, stored as bytes: bit for bit
+            # what trace_ray returns for an empty list (0 + 1 * colour), converted.
+            rgb = sky_rgb
+            if bg == 1:
+                rgb = ground_rgb
+            store_rgb(image_out, image, p[1] * width + p[0], rgb)
+            continue
+        color = trace_ray(
+            d, rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color, misc_color, bg,
+            pix, near, far, antialias,
+        )  # fmt: skip
         store_pixel(image_out, image, width, p[1], p[0], color)
 
 

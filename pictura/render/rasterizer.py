@@ -43,7 +43,8 @@ between them, docs/renderer.md round 13)."""
 
 
 def _bands_per_thread(name: str, default: int) -> int:
-    return kernels.env_int(name, default, lambda x: x >= 1, "a positive integer (bands one raster thread walks)")
+    # at most 32: `kernels.band_occupancy` keeps a group's bands as the bits of one uint32
+    return kernels.env_int(name, default, lambda x: 1 <= x <= 32, "an integer in [1, 32] (bands one raster thread walks)")
 
 
 RASTER_BANDS_PER_THREAD = _bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 16)
@@ -210,10 +211,18 @@ class Renderer:
         tiles = ((self.rig.width + tile - 1) // tile) * ((self.rig.height + tile - 1) // tile)
         return 2 * tiles, (self.list_capacity + 31) // 32
 
+    def _raster_launch(self) -> tuple[int, int, int, float, float]:
+        """The raster's launch at the rig's current resolution: (bands per thread, threads per
+        view, band groups per view, `kernels.raster_launch`'s two reciprocals)."""
+        W, H = self.rig.width, self.rig.height
+        bands = RASTER_WIDE_BANDS_PER_THREAD if W * H >= WIDE_VIEW_PIXELS else RASTER_BANDS_PER_THREAD
+        return bands, *kernels.raster_launch(W, H, bands)
+
     def scratch_bytes_per_view(self) -> int:
         """Device bytes of one view's scratch at the rig's current resolution (`_scratch`,
-        `_tile_mask`)."""
-        parts = [*self._scratch_shapes().values(), (self._tile_mask_shape(), wp.uint32)]
+        `_tile_mask`, `_band_occupancy`)."""
+        groups = self._raster_launch()[2]
+        parts = [*self._scratch_shapes().values(), (self._tile_mask_shape(), wp.uint32), ((groups,), wp.uint32)]
         return sum(int(np.prod(shape, dtype=np.int64)) * wp.types.type_size_in_bytes(dtype) for shape, dtype in parts)
 
     def chunk_requests(self, n: int) -> int:
@@ -237,6 +246,14 @@ class Renderer:
         if mask is None or mask.shape[0] < views or mask.shape[1:] != shape[1:]:
             self._mask = wp.zeros(shape, dtype=wp.uint32, device=self.device)
         return self._mask
+
+    def _band_occupancy(self, views: int, groups_view: int) -> wp.array:
+        """(views, raster band groups) uint32 `kernels.band_occupancy` words; sized by chunk and
+        resolution like `_tile_mask`."""
+        occupancy = getattr(self, "_occupancy", None)
+        if occupancy is None or occupancy.shape[0] < views or occupancy.shape[1] != groups_view:
+            self._occupancy = wp.zeros((views, groups_view), dtype=wp.uint32, device=self.device)
+        return self._occupancy
 
     # ---- public API ---------------------------------------------------------------------
     @property
@@ -286,8 +303,8 @@ class Renderer:
         cx, cy = self.rig.principal
         chunk = self.chunk_requests(n)
         wide = W * H >= WIDE_VIEW_PIXELS
-        bands = RASTER_WIDE_BANDS_PER_THREAD if wide else RASTER_BANDS_PER_THREAD
-        threads_per_view, *launch_shape = kernels.raster_launch(W, H, bands)
+        bands, threads_per_view, *launch_shape = self._raster_launch()
+        groups_view = launch_shape[0]
         # One ray per pixel (the default) has its own kernels: no sample loop, fewer registers.
         kernel, pix, ss = kernels.raster_views_wide if wide else kernels.raster_views, 1.0 / focal, []
         background = [self._sky_rgb, self._ground_rgb]  # `raster_views`'s empty bands
@@ -311,13 +328,26 @@ class Renderer:
             # `array_io`'s raw loads need), so each must stay below 2^31 elements, as its
             # threads do
             per_view = max(threads_per_view, mask.shape[1] * mask.shape[2], self.list_capacity)
+            occupancy = self._band_occupancy(views, groups_view)
             for base, count in self._launch_ranges(views, per_view):
+                masks = mask[base : base + count].flatten()
+                occupied = []  # the supersampling kernel walks every band
+                if not ss:
+                    occupied = [occupancy[base : base + count].flatten()]
+                    occupied[0].zero_()
+                    wp.launch(
+                        kernels.band_occupancy,
+                        dim=count * mask.shape[1],
+                        inputs=[masks, mask.shape[2], mask.shape[1], bands, groups_view],
+                        outputs=occupied,
+                        device=self.device,
+                    )
                 wp.launch(
                     kernel,
                     dim=count * threads_per_view,
                     inputs=[
                         self._view_ray[base : base + count].flatten(), self._rec[base : base + count].flatten(),
-                        mask[base : base + count].flatten(), self.list_capacity, self._face_color, self._misc_color,
+                        masks, self.list_capacity, *occupied, self._face_color, self._misc_color,
                         W, H, pix, self.rig.near, self.rig.far, int(self.antialias), start * C, base,
                         bands, *launch_shape, *ss, *background,
                     ],

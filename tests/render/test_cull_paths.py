@@ -326,9 +326,10 @@ def test_tuning_knobs_name_a_bad_value(monkeypatch):
     monkeypatch.setenv("PICTURA_RASTER_WIDE_MAX_REGISTERS", "lots")
     with pytest.raises(ValueError, match="PICTURA_RASTER_WIDE_MAX_REGISTERS must be an integer"):
         kernels.register_cap("PICTURA_RASTER_WIDE_MAX_REGISTERS", 56)
-    monkeypatch.setenv("PICTURA_RASTER_BANDS_PER_THREAD", "0")
-    with pytest.raises(ValueError, match="PICTURA_RASTER_BANDS_PER_THREAD must be a positive integer"):
-        rasterizer._bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 16)
+    for bad in ("0", "33"):  # a group's bands are the bits of one uint32 (`band_occupancy`)
+        monkeypatch.setenv("PICTURA_RASTER_BANDS_PER_THREAD", bad)
+        with pytest.raises(ValueError, match=r"PICTURA_RASTER_BANDS_PER_THREAD must be an integer in \[1, 32\]"):
+            rasterizer._bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 16)
 
 
 PITCHED = [
@@ -437,3 +438,29 @@ def test_ground_lines_bin_only_to_bands_near_their_projection(town):
                 assert bw0[b] - reach <= max(ws) and min(ws) <= bw0[b] + kernels.TILE_PX // 2 + reach, (v, k, b)
             checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("bands_per_thread", [1, 5, 16, 32])
+def test_band_occupancy_sets_a_bit_per_band_with_an_entry(bands_per_thread):
+    # NumPy reference: bit b of group g is set when any mask word of band g * bpt + b is non-zero
+    # (a view's last group may hold fewer bands; sparse masks leave many bands empty).
+    rng = np.random.default_rng(bands_per_thread)
+    views, bands, words = 3, 37, 3
+    mask = np.where(rng.random((views, bands, words)) < 0.15, rng.integers(1, 2**32, (views, bands, words)), 0)
+    mask[1] = 0  # an empty view
+    mask[2, :, 0] = 0  # entries only in the later words
+    groups = -(-bands // bands_per_thread)
+    out = wp.zeros(views * groups, dtype=wp.uint32, device="cpu")
+    wp.launch(
+        kernels.band_occupancy,
+        dim=views * bands,
+        inputs=[wp.array(mask.astype(np.uint32).ravel(), dtype=wp.uint32, device="cpu"), words, bands, bands_per_thread, groups],
+        outputs=[out],
+        device="cpu",
+    )
+    expect = np.zeros((views, groups), np.uint64)
+    for v in range(views):
+        for band in range(bands):
+            if mask[v, band].any():
+                expect[v, band // bands_per_thread] |= np.uint64(1) << np.uint64(band % bands_per_thread)
+    np.testing.assert_array_equal(out.numpy().reshape(views, groups), expect.astype(np.uint32))
