@@ -104,7 +104,7 @@ def main() -> None:
     requests = args.requests or (65_536 if cuda else 4_096)
     repeats = args.repeats or (20 if cuda else 3)
 
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
     torch.manual_seed(args.seed)
     sources = town_sources()
     obs_config = observation_config(args.config)

@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--save-count", type=int, default=512, help="egos whose views --save-views writes")
     args = p.parse_args(argv)
 
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
     wp.init()
     device = wp.get_device(args.device)
     if args.worlds is None:

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--check-bins", action="store_true", help="also compare against every-band binning")
     p.add_argument("--by-row", action="store_true", help="also print the walk per band row (render_walk_rows)")
     args = p.parse_args(argv)
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
     wp.init()
     road_maps = [load_scene(source) for source in pick_sources("pinned", args.map)]
     spawn = SimpleNamespace(worlds=args.worlds, slots_per_world=128, parked=args.parked, spawn="sim")

@@ -73,7 +73,7 @@ def main() -> None:
     if args.slots % per_world:
         raise SystemExit(f"--slots {args.slots} must be a multiple of {per_world} (slots per world or block)")
 
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
     wp.init()
     device = wp.get_device(args.device)
     sources = town_sources()

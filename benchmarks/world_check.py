@@ -73,7 +73,7 @@ def main() -> None:
     ap.add_argument("--early-reset-halted-fraction", type=float, default=SimConfig.early_reset_halted_fraction)
     args = ap.parse_args()
 
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
     wp.init()
     sources = [f"procedural:seed={s},blocks_x={args.blocks},blocks_y={args.blocks}" for s in range(8)]
     maps = [load_road_map(s) for s in sources]

@@ -35,7 +35,7 @@ def box_corners(x, y, h, length, width):
 
 def main() -> None:
     out_path = sys.argv[1] if len(sys.argv) > 1 else "docs/img/vectorized_observation.png"
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
     road_map = load_road_map("procedural:seed=0")
     layout = WorldLayout.uniform([0], 120, [len(road_map.light_position)])
     model = build_model([road_map], layout, dataclasses.replace(SimConfig(), agents_per_world=(110, 120)), "cpu")

@@ -14,7 +14,7 @@ from pictura.maps.procedural import generate
 from pictura.sim import SimConfig, build_model, reset, step
 from pictura.sim.snapshot import WorldLayout
 
-wp.config.quiet = True
+wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
 
 
 def np_box_corners(x, y, heading, length, width):

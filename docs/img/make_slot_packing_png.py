@@ -57,7 +57,7 @@ def picture(codes: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
     maps = [load_road_map(f"procedural:seed={s}") for s in range(2)]
     lights = [len(m.light_position) for m in maps]
     config = SimConfig(episode_length=100)  # short episodes, so resets show in 240 steps

@@ -18,7 +18,7 @@ from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF, LIGHT_RED, LIGHT_YELLOW
 from pictura.sim.snapshot import WorldLayout
 from tests.envs.test_vectorized_observation import hand_map
 
-wp.config.quiet = True
+wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
 
 SHIFT = np.array([1000.0, 500.0, 0.0], np.float32)
 """Map 1 is map 0 moved by SHIFT, so a world on the wrong map would see nothing."""

@@ -20,7 +20,7 @@ from pictura.envs.observations import (
 from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF, LIGHT_RED, LIGHT_YELLOW, RoadMap, pack_polylines
 from pictura.sim.snapshot import WorldLayout
 
-wp.config.quiet = True
+wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
 
 # ---- the scene --------------------------------------------------------------------------------
 

@@ -124,7 +124,7 @@ def np_polygons_overlap(p: np.ndarray, q: np.ndarray) -> bool:
 
 @pytest.fixture(scope="session", autouse=True)
 def _quiet_warp():
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
     wp.init()
 
 
