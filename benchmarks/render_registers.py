@@ -1,0 +1,114 @@
+"""Registers, stack and spills of every render kernel, from `ptxas -v`, without a GPU.
+
+    python benchmarks/render_registers.py                                  # sm_90 (H100 / H200)
+    PICTURA_RASTER_MAX_REGISTERS=255 python benchmarks/render_registers.py --kernels raster_views
+
+Warp compiles `pictura.render.kernels` to PTX with NVRTC (no driver needed), and the CUDA
+toolkit's `ptxas` assembles it for ``--arch`` and reports, per kernel, the registers used and
+the bytes of stack frame, spill stores and spill loads. One JSON line per kernel. The
+environment's tuning knobs (docs/renderer.md) apply, so a register cap can be compared with
+another, or a code change with the last commit, in seconds on a machine with no GPU.
+
+The raster is bound by its register cap (docs/renderer.md, round 19): spills there cost
+local-memory traffic in its walk. These static counts say where a change moves the pressure;
+only a GPU run (`render_ab.py`) says what that is worth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(sm_\d+)'")
+PROPERTIES = re.compile(r"Function properties for (\w+)")
+FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+USED = re.compile(r"Used (\d+) registers")
+WARP_SUFFIX = re.compile(r"_[0-9a-f]+_cuda_kernel_forward$")
+PTX_VERSION = re.compile(r"^\.version (\d+\.\d+)", re.MULTILINE)
+SUPPORTED = re.compile(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'")
+
+
+def parse_ptxas(text: str) -> list[dict]:
+    """`ptxas -v` output -> one dict per entry function: kernel (Warp's name, without the hash
+    and suffix), arch, registers, stack_bytes, spill_store_bytes, spill_load_bytes."""
+    rows: list[dict] = []
+    entry = properties_of = None  # the entry being compiled; the function the next frame line is of
+    for line in text.splitlines():
+        if m := ENTRY.search(line):
+            entry = m.group(1)
+            rows.append({"kernel": WARP_SUFFIX.sub("", entry), "arch": m.group(2)})
+        elif m := PROPERTIES.search(line):
+            properties_of = m.group(1)
+        elif (m := FRAME.search(line)) and rows and properties_of == entry:
+            # (a device function's properties print the same line)
+            rows[-1].update(stack_bytes=int(m.group(1)), spill_store_bytes=int(m.group(2)), spill_load_bytes=int(m.group(3)))
+        elif (m := USED.search(line)) and rows:
+            rows[-1]["registers"] = int(m.group(1))
+    return rows
+
+
+def module_ptx(arch: int, directory: Path) -> str:
+    """The render module's PTX for ``arch``, as Warp's NVRTC writes it."""
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING  # keep stdout to the JSON lines
+    wp.init()
+    import pictura.render.kernels as kernels
+
+    wp.compile_aot_module(kernels, device=None, arch=arch, module_dir=directory, use_ptx=True)
+    files = sorted(directory.glob("*.ptx"))
+    if not files:
+        raise RuntimeError(f"Warp wrote no PTX into {directory}")
+    return files[0].read_bytes().replace(b"\0", b"").decode()
+
+
+def run_ptxas(ptxas: str, ptx: str, arch: int, directory: Path) -> str:
+    """`ptxas -v` of ``ptx``; when this ptxas is older than the NVRTC that wrote the PTX, the
+    header asks for the ISA version it supports (the render kernels use nothing newer)."""
+    path = directory / "render.ptx"
+    for _ in range(2):
+        path.write_text(ptx)
+        done = subprocess.run(
+            [ptxas, f"-arch=sm_{arch}", "-v", str(path), "-o", str(directory / "render.cubin")],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode == 0:
+            return done.stderr + done.stdout
+        older = SUPPORTED.search(done.stderr)
+        if older is None:
+            break
+        ptx = PTX_VERSION.sub(f".version {older.group(2)}", ptx, count=1)
+    raise RuntimeError(f"ptxas failed:\n{done.stderr.strip()}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--arch", type=int, default=90, help="SM architecture (default 90: H100 / H200)")
+    p.add_argument("--ptxas", default=shutil.which("ptxas"), help="ptxas executable (default: the one on PATH)")
+    p.add_argument("--kernels", default="", help="comma-separated kernel names to print (default: all)")
+    args = p.parse_args()
+    if not args.ptxas:
+        p.error("no ptxas on PATH: install the CUDA toolkit, or pass --ptxas PATH")
+    wanted = {k for k in args.kernels.split(",") if k}
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        rows = parse_ptxas(run_ptxas(args.ptxas, module_ptx(args.arch, directory), args.arch, directory))
+    unknown = wanted - {r["kernel"] for r in rows}
+    if unknown:
+        p.error(f"--kernels names no render kernel: {sorted(unknown)} (have {sorted(r['kernel'] for r in rows)})")
+    for row in rows:
+        if not wanted or row["kernel"] in wanted:
+            print(json.dumps({"name": "render_registers", **row}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
