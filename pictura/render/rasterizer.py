@@ -211,12 +211,15 @@ class Renderer:
         tiles = ((self.rig.width + tile - 1) // tile) * ((self.rig.height + tile - 1) // tile)
         return 2 * tiles, (self.list_capacity + 31) // 32
 
+    def _wide_views(self) -> bool:
+        """Whether the rig's views go to `kernels.raster_views_wide` (`WIDE_VIEW_PIXELS`)."""
+        return self.rig.width * self.rig.height >= WIDE_VIEW_PIXELS
+
     def _raster_launch(self) -> tuple[int, int, int, float, float]:
         """The raster's launch at the rig's current resolution: (bands per thread, threads per
         view, band groups per view, `kernels.raster_launch`'s two reciprocals)."""
-        W, H = self.rig.width, self.rig.height
-        bands = RASTER_WIDE_BANDS_PER_THREAD if W * H >= WIDE_VIEW_PIXELS else RASTER_BANDS_PER_THREAD
-        return bands, *kernels.raster_launch(W, H, bands)
+        bands = RASTER_WIDE_BANDS_PER_THREAD if self._wide_views() else RASTER_BANDS_PER_THREAD
+        return bands, *kernels.raster_launch(self.rig.width, self.rig.height, bands)
 
     def scratch_bytes_per_view(self) -> int:
         """Device bytes of one view's scratch at the rig's current resolution (`_scratch`,
@@ -302,11 +305,10 @@ class Renderer:
         focal = self.rig.focal
         cx, cy = self.rig.principal
         chunk = self.chunk_requests(n)
-        wide = W * H >= WIDE_VIEW_PIXELS
         bands, threads_per_view, *launch_shape = self._raster_launch()
         groups_view = launch_shape[0]
         # One ray per pixel (the default) has its own kernels: no sample loop, fewer registers.
-        kernel, pix, ss = kernels.raster_views_wide if wide else kernels.raster_views, 1.0 / focal, []
+        kernel, pix, ss = kernels.raster_views_wide if self._wide_views() else kernels.raster_views, 1.0 / focal, []
         background = [self._sky_rgb, self._ground_rgb]  # `raster_views`'s empty bands
         if self.supersample > 1:
             kernel, pix, ss = kernels.raster_views_ss, 1.0 / (focal * self.supersample), [self.supersample]
@@ -328,20 +330,21 @@ class Renderer:
             # `array_io`'s raw loads need), so each must stay below 2^31 elements, as its
             # threads do
             per_view = max(threads_per_view, mask.shape[1] * mask.shape[2], self.list_capacity)
-            occupancy = self._band_occupancy(views, groups_view)
+            occupancy = None if ss else self._band_occupancy(views, groups_view)  # ss walks every band
             for base, count in self._launch_ranges(views, per_view):
                 masks = mask[base : base + count].flatten()
-                occupied = []  # the supersampling kernel walks every band
-                if not ss:
-                    occupied = [occupancy[base : base + count].flatten()]
-                    occupied[0].zero_()
+                occupied = []
+                if occupancy is not None:
+                    words = occupancy[base : base + count].flatten()
+                    words.zero_()
                     wp.launch(
                         kernels.band_occupancy,
                         dim=count * mask.shape[1],
                         inputs=[masks, mask.shape[2], mask.shape[1], bands, groups_view],
-                        outputs=occupied,
+                        outputs=[words],
                         device=self.device,
                     )
+                    occupied = [words]
                 wp.launch(
                     kernel,
                     dim=count * threads_per_view,
