@@ -21,13 +21,12 @@ numbered ``v = (request - request_offset) * C + camera``.
    per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines);
    `bin_entries` (thread per list entry, over its rectangle's tiles) sets one bit per (band,
    entry) for the ``TILE_PX``-square screen tiles the outline may touch (integer atomic OR:
-   the same words whatever the order); `band_occupancy` (thread per band) ORs each raster band
-   group's non-empty bands into one word.
+   the same words whatever the order).
 4. `view_rays` (thread per view) writes the view's ray frame; `raster_views` (a warp per group
    of bands of one view, a thread per pixel of a band, walking the group's bands in turn;
    `raster_views_wide` the same for large views, `raster_views_ss` with ``s x s`` rays per
-   pixel) stores the background at once when a band is empty (its group's occupancy bit is
-   clear), else tests the band's entries front
+   pixel) stores the background at once when a band is empty (its bit in the group's ballot of
+   non-empty bands is clear), else tests the band's entries front
    to back from their records
    (depth and coverage only) into a 4-slot depth-sorted register buffer, stops once the next
    primitive's bound lies behind an opaque fragment, then colours and composites the kept
@@ -37,7 +36,7 @@ numbered ``v = (request - request_offset) * C + camera``.
 Per-view-parallel kernels take a ``view_base`` so a chunk can be split into launches of fewer
 than 2^31 threads (Warp's limit on one launch).
 
-No float atomics (the bins' and occupancy's integer ORs give the same words in any order) and a
+No float atomics (the bins' integer OR gives the same words in any order) and a
 fixed evaluation order: every image is a pure function of the snapshot, on a given device. CUDA
 builds use fast math (below), CPU builds exact arithmetic, so the two differ in the last bits.
 """
@@ -833,13 +832,21 @@ def count_below(
     any count >= ``capacity`` once it gets there (the caller drops such a candidate)."""
     r = rank
     q = q0
-    # One index (and address) per 4 values; one exit test per block: the rank only grows, so
-    # stopping after a block instead of after the exact compare keeps the result.
-    while q < q1 and r < capacity:
+    # One index (and address) per 4 values; one exit test per two blocks, so their two loads
+    # are in flight together: the rank only grows, so stopping after a pair of blocks instead
+    # of after the exact compare keeps the result.
+    while q + 1 < q1 and r < capacity:
+        b = load_vec4i(bits4, q)
+        c = load_vec4i(bits4, q + 1)
+        r += wp.where(b[0] < key, 1, 0) + wp.where(b[1] < key, 1, 0)
+        r += wp.where(b[2] < key, 1, 0) + wp.where(b[3] < key, 1, 0)
+        r += wp.where(c[0] < key, 1, 0) + wp.where(c[1] < key, 1, 0)
+        r += wp.where(c[2] < key, 1, 0) + wp.where(c[3] < key, 1, 0)
+        q += 2
+    if q < q1 and r < capacity:
         b = load_vec4i(bits4, q)
         r += wp.where(b[0] < key, 1, 0) + wp.where(b[1] < key, 1, 0)
         r += wp.where(b[2] < key, 1, 0) + wp.where(b[3] < key, 1, 0)
-        q += 1
     return r
 
 
@@ -1757,21 +1764,33 @@ def trace_ray(
     return acc + (1.0 - alpha) * load_vec3(misc_color, on_ground)
 
 
+def division_magic(divisor: int) -> tuple[int, int]:
+    """(m, k) with w // divisor == (w * m) >> k for every 0 <= w < 2^26 (`band_group`'s warps:
+    a launch holds < 2^31 threads): m = ceil(2^k / divisor), k = 26 + ceil(log2 divisor), so
+    m <= 2^27 fits an int32 and w * m < 2^54 an int64. Exact because m * divisor - 2^k lies in
+    [0, divisor), which moves w / divisor up by less than 2^-ceil(log2 divisor) <= 1 / divisor:
+    never onto the next integer (the round-up method of Granlund and Montgomery)."""
+    if divisor < 1:
+        raise ValueError(f"divisor must be >= 1, got {divisor}")
+    k = 26 + (divisor - 1).bit_length()
+    return -(-(1 << k) // divisor), k
+
+
 @wp.func
-def band_group(tid: int, groups_view: int, inv_groups_view: wp.float64) -> wp.vec3i:
+def band_group(tid: int, groups_view: int, group_magic: int, group_shift: int) -> wp.vec3i:
     """(view of the launch, band group, lane) of raster thread ``tid``.
 
-    A warp is one (view, group of `raster_launch` bands) and each thread walks its pixel of
+    A warp is one (view, group of bands: `raster_group`) and each thread walks its pixel of
     every band of the group in turn, so Warp's launch preamble and this decode are paid once
     per group instead of once per band (together ~105 of ~580 warp instructions per band at
-    192x108, docs/renderer.md round 12). The view is a quotient by the runtime
-    group count, taken through the reciprocal the host passes: an integer division by a
-    runtime value is ~30 instructions, the product 4, and exact because (w + 0.5) / groups
-    lies at least 0.5 / groups from an integer, far beyond float64 rounding for w < 2^31.
+    192x108, docs/renderer.md round 12). The view is the quotient by the runtime group count,
+    taken as a 64-bit product and a shift (`division_magic`): an integer division by a runtime
+    value is ~30 instructions, this 2-3, and the raster recomputes the view in its walk rather
+    than hold it in a register.
     """
     w = tid >> 5
-    vl = int((wp.float64(w) + wp.float64(0.5)) * inv_groups_view)
-    return wp.vec3i(vl, w - vl * groups_view, tid & 31)
+    view = int((wp.int64(w) * wp.int64(group_magic)) >> wp.int64(group_shift))
+    return wp.vec3i(view, w - view * groups_view, tid & 31)
 
 
 @wp.func
@@ -1794,43 +1813,48 @@ class RasterGroup:
 
     view: int  # the view within the launch
     lane: int  # the thread's pixel in each band (`band_pixel`)
-    first: int  # the group's bands: first <= band < end
+    first: int  # the group's bands: first, first + step, ... below end
+    step: int
     end: int
     tiles_x: int
     words: int  # mask words per band
     rec_base: int  # the view's first record in the launch's flattened lists
     mask_row: int  # the view's first mask word in the launch's flattened masks
-    group: int  # the group's index among the launch's (view, group) pairs (`band_occupancy`)
 
 
 @wp.func
 def raster_group(
-    tid: int, groups_view: int, inv_groups_view: wp.float64, bands_per_thread: int, width: int, height: int, capacity: int
+    tid: int, groups_view: int, group_magic: int, group_shift: int, width: int, height: int, capacity: int,
 ) -> RasterGroup:
     """Raster thread ``tid``'s view, lane and bands (`band_group`) with its row offsets into the
     launch's flattened lists and masks, for a width x height view and list ``capacity``."""
-    g = band_group(tid, groups_view, inv_groups_view)
+    g = band_group(tid, groups_view, group_magic, group_shift)
     r = RasterGroup()
     r.view = g[0]
     r.lane = g[2]
-    r.tiles_x = (width + _TILE - 1) / _TILE
-    bands = 2 * r.tiles_x * ((height + _TILE - 1) / _TILE)
-    r.first = g[1] * bands_per_thread
-    r.end = wp.min(r.first + bands_per_thread, bands)
+    # shifts, not `/`: the walk recomputes these offsets rather than hold them in registers
+    r.tiles_x = (width + _TILE - 1) >> _TILE_SHIFT
+    bands = 2 * r.tiles_x * ((height + _TILE - 1) >> _TILE_SHIFT)
+    # Group j takes every groups_view-th band from band j, so each group spans the whole image
+    # (sky, road, horizon rows alike) and the warps of a block finish together; contiguous
+    # groups differed by the work of their rows, and a block's finished warps held their
+    # slots until its last one ended (achieved occupancy 43 % of 62.5 % at 96x54).
+    r.first = g[1]
+    r.step = groups_view
+    r.end = bands
     r.words = mask_words(capacity)
     r.rec_base = g[0] * capacity
     r.mask_row = g[0] * bands * r.words
-    r.group = g[0] * groups_view + g[1]
     return r
 
 
-def raster_launch(width: int, height: int, bands_per_thread: int) -> tuple[int, int, float, float]:
+def raster_launch(width: int, height: int, bands_per_thread: int) -> tuple[int, int, int, int, float]:
     """Raster launch shape for a width x height view: (threads per view, band groups per view,
-    1 / groups (`band_group`), 1 / tiles per row (`band_pixel`))."""
+    the groups' `division_magic` pair (`band_group`), 1 / tiles per row (`band_pixel`))."""
     tiles_x = -(-width // TILE_PX)
     bands = 2 * tiles_x * -(-height // TILE_PX)
     groups = -(-bands // bands_per_thread)
-    return 32 * groups, groups, 1.0 / groups, 1.0 / tiles_x
+    return 32 * groups, groups, *division_magic(groups), 1.0 / tiles_x
 
 
 @wp.func
@@ -1842,35 +1866,41 @@ def unit(v: wp.vec3) -> wp.vec3:
 @wp.func
 def mask_words(capacity: int) -> int:
     """uint32 words of one band's mask: a bit per list entry."""
-    return (capacity + 31) / 32
+    return (capacity + 31) >> 5
 
 
-@wp.kernel
-def band_occupancy(
-    tile_mask: wp.array(dtype=wp.uint32),
-    words: int,
-    bands: int,
-    bands_per_thread: int,
-    groups_view: int,
-    occupancy_out: wp.array(dtype=wp.uint32),
-):
-    """Thread per (view, band): sets bit b of word (view, g) of the zeroed ``occupancy_out``
-    when band ``g * bands_per_thread + b`` (raster band group g, `raster_launch`) has a list
-    entry binned to it (an integer atomic OR: the words do not depend on the order).
-    ``tile_mask`` is the launch's masks flattened (``bands`` bands of ``words`` words per view).
-
-    The raster tests a band's bit in the word it loads once per group instead of loading the
-    band's mask words to find it empty (~45 % of bands at 96x54) and loading them again to walk
-    a non-empty one (docs/renderer.md round 19)."""
-    tid = wp.tid()
-    v = tid / bands
-    band = tid - v * bands
+@wp.func
+def band_bits(tile_mask: wp.array(dtype=wp.uint32), mask_base: int, words: int) -> wp.uint32:
+    """The OR of the ``words`` mask words of one band, from ``mask_base`` (0: no entry)."""
     bits = wp.uint32(0)
     for wd in range(words):
-        bits = bits | load_u32(tile_mask, tid * words + wd)
-    if bits != wp.uint32(0):
-        group = band / bands_per_thread
-        wp.atomic_or(occupancy_out, v * groups_view + group, wp.uint32(1) << wp.uint32(band - group * bands_per_thread))
+        bits = bits | load_u32(tile_mask, mask_base + wd)
+    return bits
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+return __ballot_sync(0xffffffffu, lane_bits != 0u);
+#else
+const unsigned int* m = reinterpret_cast<const unsigned int*>(tile_mask.data);
+unsigned int occupied = 0u;
+for (int b = first, bit = 0; b < end; b += step, ++bit) {
+    unsigned int bits = 0u;
+    for (int w = 0; w < words; ++w) bits |= m[(size_t)mask_row + (size_t)b * words + w];
+    if (bits != 0u) occupied |= 1u << bit;
+}
+return occupied;
+#endif
+""")
+def group_occupancy(
+    lane_bits: wp.uint32, tile_mask: wp.array(dtype=wp.uint32), mask_row: int, first: int, step: int, end: int,
+    words: int,
+) -> wp.uint32:
+    """Bit b set when band ``first + b step`` (< ``end``) of the view whose masks start at
+    ``mask_row`` has a list entry. On CUDA a warp ballot of each lane's ``lane_bits`` (lane b:
+    `band_bits` of band first + b step, 0 past ``end``), which every lane of the warp must reach; the
+    CPU, where a warp is not a unit, ORs the group's mask words itself."""
+    ...
 
 
 @wp.func
@@ -1947,10 +1977,14 @@ def ray_background(d: wp.vec3, ground_below: float) -> int:
 
 RASTER_BLOCK_DIM = block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
 """Threads per block of the raster kernels (``PICTURA_RASTER_BLOCK_DIM`` overrides it, for
-tuning): 128 beat 256 and 64 on an H200 (the sweep is at `RASTER_MAX_REGISTERS`)."""
-RASTER_MAX_REGISTERS = register_cap("PICTURA_RASTER_MAX_REGISTERS", 48)
+tuning): 128 beat 256 and 64 on an H200 (the sweep is at `RASTER_MAX_REGISTERS`). Since round
+20 (strided band groups), 96x54: 64 ties 128 at cap 48 and loses 4 % at cap 56; 32 loses 6 %."""
+RASTER_MAX_REGISTERS = register_cap("PICTURA_RASTER_MAX_REGISTERS", 56)
 """Register cap of `raster_views` (``PICTURA_RASTER_MAX_REGISTERS`` overrides it, for tuning).
-Resident warps hide the walk's dependent loads; spills cost instructions. Agent-steps/s of a
+Resident warps hide the walk's dependent loads; spills cost instructions. Since round 20
+(strided band groups, 32 bands per thread), agent-steps/s at 96x54, blocks of 128: cap 48:
+1.941 M; 56: 1.959 M; 64: 1.940 M; 72: 1.868 M; uncapped (80): 1.740 M; blocks of 64: cap 56:
+1.878 M, 64: 1.867 M. Before, agent-steps/s of a
 20,400-ego call on an H200 (2026-12-01, round 10 in docs/renderer.md), 96x54 / 192x108, blocks
 of 256 threads: cap 64: 845 K / 355 K; 56: 893 K / 375 K; 48: 923 K / 386 K; 40: 940 K / 375 K;
 blocks of 128 (`RASTER_BLOCK_DIM`): cap 56: 946 K / 406 K; 48: 962 K / 399 K;
@@ -1974,8 +2008,6 @@ def _raster_views(
     rec: wp.array(dtype=EntryRecord),
     tile_mask: wp.array(dtype=wp.uint32),
     capacity: int,
-    # `band_occupancy` of the launch's views, flattened: a word per (view, band group)
-    occupancy: wp.array(dtype=wp.uint32),
     # palette
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
@@ -1989,9 +2021,9 @@ def _raster_views(
     out_offset: int,
     view_base: int,
     # launch shape (`raster_launch`)
-    bands_per_thread: int,
     groups_view: int,
-    inv_groups_view: wp.float64,
+    group_magic: int,
+    group_shift: int,
     inv_tiles_x: float,
     # `palette_bytes` of misc_color's sky and ground
     sky_rgb: wp.vec3ub,
@@ -2001,10 +2033,19 @@ def _raster_views(
 ):
     """Thread per (view, band group, pixel of a band): one ray through the pixel's centre in
     each band of the group (supersample = 1)."""
-    g = raster_group(wp.tid(), groups_view, inv_groups_view, bands_per_thread, width, height, capacity)
+    g = raster_group(wp.tid(), groups_view, group_magic, group_shift, width, height, capacity)
     image = out_offset + view_base + g.view
-    occupied = load_u32(occupancy, g.group)
-    for band in range(g.first, g.end):
+    # The group's non-empty bands, one bit each (lane b reads the group's band b; a group holds
+    # at most 32 bands): a band's bit replaces loading its mask words to find it empty (~45 % of
+    # bands at 96x54), and the walk loads a non-empty band's words once (round 19).
+    lane_bits = wp.uint32(0)
+    lane_band = g.first + g.lane * g.step
+    if lane_band < g.end:
+        lane_bits = band_bits(tile_mask, g.mask_row + lane_band * g.words, g.words)
+    occupied = group_occupancy(lane_bits, tile_mask, g.mask_row, g.first, g.step, g.end, g.words)
+    for band in range(g.first, g.end, g.step):
+        band_empty = (occupied & wp.uint32(1)) == wp.uint32(0)
+        occupied = occupied >> wp.uint32(1)  # bit 0 is the next band's
         p = band_pixel(band, g.lane, g.tiles_x, inv_tiles_x)
         if p[0] >= width or p[1] >= height:
             continue  # a partial tile's padding
@@ -2020,7 +2061,7 @@ def _raster_views(
         r2 = load_vec4(view_ray, 3 * g.view + 2)
         d = pixel_ray(r0, r1, r2, float(p[0]), float(p[1]))
         bg = ray_background(d, r0[3])
-        if (occupied >> wp.uint32(band - g.first)) & wp.uint32(1) == wp.uint32(0):
+        if band_empty:
             # ~45 % of bands (96x54, pinned scene): ground or sky, stored as bytes: bit for bit
             # what trace_ray returns for an empty list (0 + 1 * colour), converted.
             rgb = sky_rgb
@@ -2064,18 +2105,18 @@ def raster_views_ss(
     antialias: int,
     out_offset: int,
     view_base: int,
-    bands_per_thread: int,
     groups_view: int,
-    inv_groups_view: wp.float64,
+    group_magic: int,
+    group_shift: int,
     inv_tiles_x: float,
     supersample: int,
     image_out: wp.array2d(dtype=wp.vec3ub),
 ):
     """`raster_views` with ``supersample`` x ``supersample`` rays per pixel, averaged (``pix``
     = 1 / (focal * supersample), a sub-ray's footprint)."""
-    g = raster_group(wp.tid(), groups_view, inv_groups_view, bands_per_thread, width, height, capacity)
+    g = raster_group(wp.tid(), groups_view, group_magic, group_shift, width, height, capacity)
     ss = float(supersample)
-    for band in range(g.first, g.end):
+    for band in range(g.first, g.end, g.step):
         p = band_pixel(band, g.lane, g.tiles_x, inv_tiles_x)
         if p[0] >= width or p[1] >= height:
             continue

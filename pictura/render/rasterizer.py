@@ -43,19 +43,21 @@ between them, docs/renderer.md round 13)."""
 
 
 def _bands_per_thread(name: str, default: int) -> int:
-    # at most 32: `kernels.band_occupancy` keeps a group's bands as the bits of one uint32
+    # at most 32: `kernels.group_occupancy` keeps a group's bands as the bits of one uint32
     return kernels.env_int(name, default, lambda x: 1 <= x <= 32, "an integer in [1, 32] (bands one raster thread walks)")
 
 
-RASTER_BANDS_PER_THREAD = _bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 16)
-"""Bands of one view each raster warp shades in turn (`kernels.band_group`;
-``PICTURA_RASTER_BANDS_PER_THREAD`` overrides it, for tuning): Warp's launch preamble and the
-thread decode are paid once per group. Agent-steps/s of a 20,400-ego call on an H200
-(2026-12-01, docs/renderer.md round 12), 96x54 / 192x108, register cap 48: one band per
-thread (round 11): 994 K / 428 K; 4: 1.039 M / 426 K; 8: 1.045 M / 457 K; 16: 1.048 M / 474 K."""
+RASTER_BANDS_PER_THREAD = _bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 32)
+"""At most this many bands of one view per raster warp, shaded in turn: a view's bands split
+into ceil(bands / this) groups, group j taking every group-count-th band from band j
+(`kernels.raster_group`; ``PICTURA_RASTER_BANDS_PER_THREAD`` overrides it, for tuning).
+Warp's launch preamble and the thread decode are paid once per group. Agent-steps/s of a
+20,400-ego call at 96x54 on an H200 (2026-12-01, docs/renderer.md round 20), strided groups,
+register cap 48: 16: 1.912 M; 24: 1.935 M; 32: 1.941 M (cap 56: 1.956 M). Contiguous groups
+(rounds 12-19) were 1.048 M / 474 K at 96x54 / 192x108 with 16 (one band per thread: 994 K / 428 K)."""
 RASTER_WIDE_BANDS_PER_THREAD = _bands_per_thread("PICTURA_RASTER_WIDE_BANDS_PER_THREAD", 32)
 """`RASTER_BANDS_PER_THREAD` for views of `WIDE_VIEW_PIXELS` or more
-(``PICTURA_RASTER_WIDE_BANDS_PER_THREAD``): 32 against 16 gave +1 % at 192x108."""
+(``PICTURA_RASTER_WIDE_BANDS_PER_THREAD``): 32 against 16 gave +1 % at 192x108 (round 13)."""
 
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
@@ -215,17 +217,16 @@ class Renderer:
         """Whether the rig's views go to `kernels.raster_views_wide` (`WIDE_VIEW_PIXELS`)."""
         return self.rig.width * self.rig.height >= WIDE_VIEW_PIXELS
 
-    def _raster_launch(self) -> tuple[int, int, int, float, float]:
-        """The raster's launch at the rig's current resolution: (bands per thread, threads per
-        view, band groups per view, `kernels.raster_launch`'s two reciprocals)."""
+    def _raster_launch(self) -> tuple[int, int, int, int, float]:
+        """The raster's launch at the rig's current resolution (`kernels.raster_launch`: threads
+        per view, band groups per view, ...)."""
         bands = RASTER_WIDE_BANDS_PER_THREAD if self._wide_views() else RASTER_BANDS_PER_THREAD
-        return bands, *kernels.raster_launch(self.rig.width, self.rig.height, bands)
+        return kernels.raster_launch(self.rig.width, self.rig.height, bands)
 
     def scratch_bytes_per_view(self) -> int:
         """Device bytes of one view's scratch at the rig's current resolution (`_scratch`,
-        `_tile_mask`, `_band_occupancy`)."""
-        groups = self._raster_launch()[2]
-        parts = [*self._scratch_shapes().values(), (self._tile_mask_shape(), wp.uint32), ((groups,), wp.uint32)]
+        `_tile_mask`)."""
+        parts = [*self._scratch_shapes().values(), (self._tile_mask_shape(), wp.uint32)]
         return sum(int(np.prod(shape, dtype=np.int64)) * wp.types.type_size_in_bytes(dtype) for shape, dtype in parts)
 
     def chunk_requests(self, n: int) -> int:
@@ -249,14 +250,6 @@ class Renderer:
         if mask is None or mask.shape[0] < views or mask.shape[1:] != shape[1:]:
             self._mask = wp.zeros(shape, dtype=wp.uint32, device=self.device)
         return self._mask
-
-    def _band_occupancy(self, views: int, groups_view: int) -> wp.array:
-        """(views, raster band groups) uint32 `kernels.band_occupancy` words; sized by chunk and
-        resolution like `_tile_mask`."""
-        occupancy = getattr(self, "_occupancy", None)
-        if occupancy is None or occupancy.shape[0] < views or occupancy.shape[1] != groups_view:
-            self._occupancy = wp.zeros((views, groups_view), dtype=wp.uint32, device=self.device)
-        return self._occupancy
 
     # ---- public API ---------------------------------------------------------------------
     @property
@@ -305,8 +298,7 @@ class Renderer:
         focal = self.rig.focal
         cx, cy = self.rig.principal
         chunk = self.chunk_requests(n)
-        bands, threads_per_view, *launch_shape = self._raster_launch()
-        groups_view = launch_shape[0]
+        threads_per_view, *launch_shape = self._raster_launch()
         # One ray per pixel (the default) has its own kernels: no sample loop, fewer registers.
         kernel, pix, ss = kernels.raster_views_wide if self._wide_views() else kernels.raster_views, 1.0 / focal, []
         background = [self._sky_rgb, self._ground_rgb]  # `raster_views`'s empty bands
@@ -330,29 +322,15 @@ class Renderer:
             # `array_io`'s raw loads need), so each must stay below 2^31 elements, as its
             # threads do
             per_view = max(threads_per_view, mask.shape[1] * mask.shape[2], self.list_capacity)
-            occupancy = None if ss else self._band_occupancy(views, groups_view)  # ss walks every band
             for base, count in self._launch_ranges(views, per_view):
-                masks = mask[base : base + count].flatten()
-                occupied = []
-                if occupancy is not None:
-                    words = occupancy[base : base + count].flatten()
-                    words.zero_()
-                    wp.launch(
-                        kernels.band_occupancy,
-                        dim=count * mask.shape[1],
-                        inputs=[masks, mask.shape[2], mask.shape[1], bands, groups_view],
-                        outputs=[words],
-                        device=self.device,
-                    )
-                    occupied = [words]
                 wp.launch(
                     kernel,
                     dim=count * threads_per_view,
                     inputs=[
                         self._view_ray[base : base + count].flatten(), self._rec[base : base + count].flatten(),
-                        masks, self.list_capacity, *occupied, self._face_color, self._misc_color,
+                        mask[base : base + count].flatten(), self.list_capacity, self._face_color, self._misc_color,
                         W, H, pix, self.rig.near, self.rig.far, int(self.antialias), start * C, base,
-                        bands, *launch_shape, *ss, *background,
+                        *launch_shape, *ss, *background,
                     ],
                     outputs=[rows],
                     device=self.device,

@@ -256,10 +256,10 @@ def test_bad_requests_and_cameras_are_named(town):
 
 @wp.kernel
 def _group_of_thread(
-    tids: wp.array(dtype=wp.int32), groups_view: int, inv_groups_view: wp.float64, out: wp.array(dtype=wp.vec3i)
+    tids: wp.array(dtype=wp.int32), groups_view: int, magic: int, shift: int, out: wp.array(dtype=wp.vec3i)
 ):
     i = wp.tid()
-    out[i] = kernels.band_group(tids[i], groups_view, inv_groups_view)
+    out[i] = kernels.band_group(tids[i], groups_view, magic, shift)
 
 
 @wp.kernel
@@ -273,10 +273,11 @@ def _pixel_of_band(
 @pytest.mark.parametrize("width,height", [(32, 18), (96, 54), (100, 7), (4096, 4096), (4096, 1)])
 @pytest.mark.parametrize("bands_per_thread", [1, 3, 16])
 def test_raster_thread_decode_is_exact_integer_division(width, height, bands_per_thread):
-    """band_group and band_pixel divide by the group and tile counts through reciprocals;
+    """band_group and band_pixel divide by the group count (a multiply and shift) and the
+    tile count (a reciprocal);
     compare with integer division over the whole int32 launch range (a launch holds < 2^31
     threads) and over a view's bands, with every band's 32 lanes covering its 8 x 4 pixels."""
-    threads_view, groups, inv_groups, inv_tiles_x = kernels.raster_launch(width, height, bands_per_thread)
+    threads_view, groups, magic, shift, inv_tiles_x = kernels.raster_launch(width, height, bands_per_thread)
     tiles_x, tiles_y = -(-width // 8), -(-height // 8)
     assert groups == -(-2 * tiles_x * tiles_y // bands_per_thread) and threads_view == 32 * groups
     rng = np.random.default_rng(0)
@@ -289,7 +290,7 @@ def test_raster_thread_decode_is_exact_integer_division(width, height, bands_per
     wp.launch(
         _group_of_thread,
         dim=len(tids),
-        inputs=[wp.array(tids, dtype=wp.int32, device="cpu"), groups, inv_groups],
+        inputs=[wp.array(tids, dtype=wp.int32, device="cpu"), groups, magic, shift],
         outputs=[out],
         device="cpu",
     )
@@ -326,7 +327,7 @@ def test_tuning_knobs_name_a_bad_value(monkeypatch):
     monkeypatch.setenv("PICTURA_RASTER_WIDE_MAX_REGISTERS", "lots")
     with pytest.raises(ValueError, match="PICTURA_RASTER_WIDE_MAX_REGISTERS must be an integer"):
         kernels.register_cap("PICTURA_RASTER_WIDE_MAX_REGISTERS", 56)
-    for bad in ("0", "33"):  # a group's bands are the bits of one uint32 (`band_occupancy`)
+    for bad in ("0", "33"):  # a group's bands are the bits of one uint32 (`group_occupancy`)
         monkeypatch.setenv("PICTURA_RASTER_BANDS_PER_THREAD", bad)
         with pytest.raises(ValueError, match=r"PICTURA_RASTER_BANDS_PER_THREAD must be an integer in \[1, 32\]"):
             rasterizer._bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 16)
@@ -440,27 +441,74 @@ def test_ground_lines_bin_only_to_bands_near_their_projection(town):
     assert checked > 100
 
 
-@pytest.mark.parametrize("bands_per_thread", [1, 5, 16, 32])
-def test_band_occupancy_sets_a_bit_per_band_with_an_entry(bands_per_thread):
-    # NumPy reference: bit b of group g is set when any mask word of band g * bpt + b is non-zero
-    # (a view's last group may hold fewer bands; sparse masks leave many bands empty).
+@wp.kernel
+def _occupancy_of_groups(
+    mask: wp.array(dtype=wp.uint32), words: int, bands: int, bands_per_thread: int, groups: int,
+    out: wp.array(dtype=wp.uint32),
+):
+    # a warp per (view, band group), as in the raster: group j holds bands j, j + groups, ...
+    # and lane b reads the group's band b
+    tid = wp.tid()
+    v = tid / (groups * 32)
+    grp = (tid - v * groups * 32) / 32
+    lane = tid & 31
+    mask_row = v * bands * words
+    lane_bits = wp.uint32(0)
+    if grp + lane * groups < bands:
+        lane_bits = kernels.band_bits(mask, mask_row + (grp + lane * groups) * words, words)
+    occupied = kernels.group_occupancy(lane_bits, mask, mask_row, grp, groups, bands, words)
+    if lane == 0:
+        out[v * groups + grp] = occupied
+
+
+def check_group_occupancy(device: str, bands_per_thread: int):
+    # NumPy reference: bit b of group g is set when any mask word of band g + b * groups is
+    # non-zero (the last groups may hold one band fewer; sparse masks leave many bands empty).
     rng = np.random.default_rng(bands_per_thread)
     views, bands, words = 3, 37, 3
     mask = np.where(rng.random((views, bands, words)) < 0.15, rng.integers(1, 2**32, (views, bands, words)), 0)
     mask[1] = 0  # an empty view
     mask[2, :, 0] = 0  # entries only in the later words
     groups = -(-bands // bands_per_thread)
-    out = wp.zeros(views * groups, dtype=wp.uint32, device="cpu")
+    out = wp.zeros(views * groups, dtype=wp.uint32, device=device)
     wp.launch(
-        kernels.band_occupancy,
-        dim=views * bands,
-        inputs=[wp.array(mask.astype(np.uint32).ravel(), dtype=wp.uint32, device="cpu"), words, bands, bands_per_thread, groups],
+        _occupancy_of_groups,
+        dim=views * groups * 32,
+        inputs=[wp.array(mask.astype(np.uint32).ravel(), dtype=wp.uint32, device=device), words, bands, bands_per_thread, groups],
         outputs=[out],
-        device="cpu",
+        device=device,
     )
     expect = np.zeros((views, groups), np.uint64)
     for v in range(views):
         for band in range(bands):
             if mask[v, band].any():
-                expect[v, band // bands_per_thread] |= np.uint64(1) << np.uint64(band % bands_per_thread)
+                expect[v, band % groups] |= np.uint64(1) << np.uint64(band // groups)
     np.testing.assert_array_equal(out.numpy().reshape(views, groups), expect.astype(np.uint32))
+
+
+@pytest.mark.parametrize("bands_per_thread", [1, 5, 16, 32])
+def test_group_occupancy_sets_a_bit_per_band_with_an_entry(bands_per_thread):
+    check_group_occupancy("cpu", bands_per_thread)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bands_per_thread", [1, 5, 16, 32])
+def test_group_occupancy_warp_ballot_on_cuda(bands_per_thread):
+    check_group_occupancy("cuda", bands_per_thread)
+
+
+def test_division_magic_is_exact_for_every_warp_index():
+    # Every divisor up to 5,000 (a view's band groups: 4096x4096 at one band per thread is
+    # 524,288; checked below) against Python's //, at the ends of the 26-bit warp range, at
+    # the multiples of the divisor and one either side of them, and at random points.
+    rng = np.random.default_rng(1)
+    top = 2**26 - 1
+    for d in [*range(1, 5001), 524_288, 524_287, 99_991]:
+        m, k = kernels.division_magic(d)
+        assert 0 < m <= 2**27 and top * m < 2**63
+        q = rng.integers(0, top // d + 1, 64)
+        w = np.concatenate([[0, 1, top, top - 1], rng.integers(0, top + 1, 64), q * d, q * d - 1, q * d + 1])
+        w = w[(w >= 0) & (w <= top)].astype(object)  # Python ints: exact products
+        assert all((x * m) >> k == x // d for x in w), d
+    with pytest.raises(ValueError, match="divisor"):
+        kernels.division_magic(0)
