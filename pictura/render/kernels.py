@@ -1978,7 +1978,8 @@ def ray_background(d: wp.vec3, ground_below: float) -> int:
 RASTER_BLOCK_DIM = block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
 """Threads per block of the raster kernels (``PICTURA_RASTER_BLOCK_DIM`` overrides it, for
 tuning): 128 beat 256 and 64 on an H200 (the sweep is at `RASTER_MAX_REGISTERS`). Since round
-20 (strided band groups), 96x54: 64 ties 128 at cap 48 and loses 4 % at cap 56; 32 loses 6 %."""
+20 (strided band groups), 96x54: 64 ties 128 at cap 48 with 16 bands per thread and loses 4 %
+at cap 56 with 32; 32 loses 6 % (cap 48, 16 bands)."""
 RASTER_MAX_REGISTERS = register_cap("PICTURA_RASTER_MAX_REGISTERS", 56)
 """Register cap of `raster_views` (``PICTURA_RASTER_MAX_REGISTERS`` overrides it, for tuning).
 Resident warps hide the walk's dependent loads; spills cost instructions. Since round 20
