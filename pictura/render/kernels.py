@@ -825,6 +825,12 @@ _RANK_THREADS = wp.constant(RANK_THREADS)
 
 
 @wp.func
+def below4(b: wp.vec4i, key: int) -> int:
+    """How many of the 4 values of ``b`` lie below ``key``."""
+    return wp.where(b[0] < key, 1, 0) + wp.where(b[1] < key, 1, 0) + wp.where(b[2] < key, 1, 0) + wp.where(b[3] < key, 1, 0)
+
+
+@wp.func
 def count_below(
     bits4: wp.array(dtype=wp.vec4i), q0: int, q1: int, key: int, rank: int, capacity: int
 ) -> int:
@@ -838,15 +844,10 @@ def count_below(
     while q + 1 < q1 and r < capacity:
         b = load_vec4i(bits4, q)
         c = load_vec4i(bits4, q + 1)
-        r += wp.where(b[0] < key, 1, 0) + wp.where(b[1] < key, 1, 0)
-        r += wp.where(b[2] < key, 1, 0) + wp.where(b[3] < key, 1, 0)
-        r += wp.where(c[0] < key, 1, 0) + wp.where(c[1] < key, 1, 0)
-        r += wp.where(c[2] < key, 1, 0) + wp.where(c[3] < key, 1, 0)
+        r += below4(b, key) + below4(c, key)
         q += 2
     if q < q1 and r < capacity:
-        b = load_vec4i(bits4, q)
-        r += wp.where(b[0] < key, 1, 0) + wp.where(b[1] < key, 1, 0)
-        r += wp.where(b[2] < key, 1, 0) + wp.where(b[3] < key, 1, 0)
+        r += below4(load_vec4i(bits4, q), key)
     return r
 
 
