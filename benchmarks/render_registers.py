@@ -55,19 +55,31 @@ def parse_ptxas(text: str) -> list[dict]:
     return rows
 
 
-def module_ptx(arch: int, directory: Path) -> str:
-    """The render module's PTX for ``arch``, as Warp's NVRTC writes it."""
+def module_ptx(arch: int, directory: Path) -> list[tuple[str | None, str]]:
+    """The render kernels' PTX for ``arch``, as Warp's NVRTC writes it: (None, the module's
+    PTX), then (name, PTX) for each kernel of `pictura.render.kernels` that Warp builds in a
+    module of its own (a kernel factory's, e.g. `gather_lanes_warp`)."""
     import warp as wp
 
     wp.config.log_level = wp.LOG_WARNING  # keep stdout to the JSON lines
     wp.init()
     import pictura.render.kernels as kernels
 
-    wp.compile_aot_module(kernels, device=None, arch=arch, module_dir=directory, use_ptx=True)
-    files = sorted(directory.glob("*.ptx"))
-    if not files:
-        raise RuntimeError(f"Warp wrote no PTX into {directory}")
-    return files[0].read_bytes().replace(b"\0", b"").decode()
+    main = wp.get_module(kernels.__name__)
+    units: list[tuple[str | None, object]] = [(None, kernels)]
+    units += [
+        (name, k.module) for name, k in vars(kernels).items() if isinstance(k, wp.Kernel) and k.module is not main
+    ]
+    out = []
+    for index, (name, module) in enumerate(units):
+        unit_dir = directory / str(index)
+        unit_dir.mkdir()
+        wp.compile_aot_module(module, device=None, arch=arch, module_dir=unit_dir, use_ptx=True)
+        files = sorted(unit_dir.glob("*.ptx"))
+        if not files:
+            raise RuntimeError(f"Warp wrote no PTX into {unit_dir}")
+        out.append((name, files[0].read_bytes().replace(b"\0", b"").decode()))
+    return out
 
 
 def run_ptxas(ptxas: str, ptx: str, arch: int, directory: Path) -> str:
@@ -101,7 +113,10 @@ def main() -> None:
     wanted = {k for k in args.kernels.split(",") if k}
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        rows = parse_ptxas(run_ptxas(args.ptxas, module_ptx(args.arch, directory), args.arch, directory))
+        rows = []
+        for name, ptx in module_ptx(args.arch, directory):
+            unit = parse_ptxas(run_ptxas(args.ptxas, ptx, args.arch, directory))
+            rows += [{**r, "kernel": name if name and len(unit) == 1 else r["kernel"]} for r in unit]
     unknown = wanted - {r["kernel"] for r in rows}
     if unknown:
         p.error(f"--kernels names no render kernel: {sorted(unknown)} (have {sorted(r['kernel'] for r in rows)})")

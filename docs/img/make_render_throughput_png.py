@@ -30,6 +30,7 @@ RUNS = (  # label, file: every "render_throughput" line of the pinned scene
     ("2026-12-01, eleventh session, round 16 (vector loads, no index arithmetic)", "2026-12-01_h200_render_session11_round16_sweep.jsonl"),
     ("2026-12-01, twelfth session, round 19 (register pressure, band occupancy)", "2026-12-01_h200_render_session12_round19_sweep.jsonl"),
     ("2026-12-01, thirteenth session, round 20 (strided band groups)", "2026-12-01_h200_render_session13_round20_sweep.jsonl"),
+    ("2026-12-01, fourteenth session, round 21 (warp-ballot gather)", "2026-12-01_h200_render_session14_round21_sweep.jsonl"),
 )
 ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
 

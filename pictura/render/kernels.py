@@ -90,11 +90,14 @@ vec8 = wp.types.vector(length=8, dtype=wp.float32)
 # default_grid_stride False: every render kernel launches one thread per index, without Warp's
 # grid-stride loop, whose 64-bit index the raster kept on its stack (+2.4 % at 96x54 on the
 # H200 pinned scene, docs/renderer.md round 13; no launch here caps its block count).
-wp.set_module_options({
+MODULE_OPTIONS = {
     "enable_backward": False,
     "fast_math": os.environ.get("PICTURA_RENDER_FAST_MATH", "1") != "0",
     "default_grid_stride": False,
-})  # fmt: skip
+}
+"""This module's Warp options, and those of the kernels a factory builds in modules of their
+own (`gather_lanes_warp`)."""
+wp.set_module_options(MODULE_OPTIONS)
 
 
 def env_int(name: str, default: int, ok, requirement: str) -> int:
@@ -680,139 +683,177 @@ set."""
 
 
 @wp.func
-def lanes_append(
-    keep: int,
-    ref: int,
-    bound: float,
-    n: int,
-    v: int,
-    cand_cap: int,
-    cand_ref_out: wp.array2d(dtype=wp.int32),
-    cand_bound_out: wp.array2d(dtype=wp.float32),
-) -> int:
-    """Cooperative (every thread of the block calls it): the block's kept candidates of one round
-    go to the buffer at ``n`` in lane order, as a serial loop over the round would append them;
-    returns ``n`` plus their number (the same in every lane)."""
-    # One block-wide scan: the inclusive count less the lane's own is its offset, and the last
-    # lane's inclusive count is the round's total (a scan and a sum cost two).
+def append_offsets_scan(keep: int, lane: int) -> wp.vec2i:
+    """(kept lanes below ``lane``, kept lanes) of the block (every thread calls it): one
+    block-wide scan; the inclusive count less the lane's own is its offset, and the last lane's
+    inclusive count is the round's total (a scan and a sum cost two)."""
     kept = wp.tile_scan_inclusive(wp.tile(keep))
-    at = n + wp.untile(kept) - keep
-    if keep == 1 and at < cand_cap:
-        cand_ref_out[v, at] = ref
-        cand_bound_out[v, at] = bound
-    return n + kept[wp.block_dim() - 1]
+    return wp.vec2i(wp.untile(kept) - keep, kept[wp.block_dim() - 1])
 
 
-@wp.kernel
-def gather_lanes(
-    # snapshot history and requests
-    agent_box: wp.array3d(dtype=wp.float32),
-    requests: wp.array2d(dtype=wp.int32),
-    request_offset: int,
-    # rig
-    cam_extr: wp.array2d(dtype=wp.float32),
-    num_cams: int,
-    focal: float,
-    cx: float,
-    cy: float,
-    width: float,
-    height: float,
-    near: float,
-    far: float,
-    # layout
-    slot_table: wp.array2d(dtype=wp.int32),
-    world_map: wp.array(dtype=wp.int32),
-    num_slots: int,
-    parked_per_world: int,
-    # static scene
-    line_a: wp.array(dtype=wp.vec3),
-    line_b: wp.array(dtype=wp.vec3),
-    line_half_width: wp.array(dtype=wp.float32),
-    wall_a: wp.array(dtype=wp.vec3),
-    wall_b: wp.array(dtype=wp.vec3),
-    wall_height: wp.array(dtype=wp.float32),
-    light_pos: wp.array(dtype=wp.vec3),
-    light_heading: wp.array(dtype=wp.float32),
-    map_grid_origin: wp.array(dtype=wp.vec2),
-    map_grid_dims: wp.array2d(dtype=wp.int32),
-    map_cell_base: wp.array(dtype=wp.int32),
-    cell_start: wp.array(dtype=wp.int32),
-    entry_ref: wp.array(dtype=wp.int32),
-    entry_min_cell: wp.array2d(dtype=wp.int32),
-    entry_cell_x: wp.array(dtype=wp.int32),
-    cell_size: float,
-    capacity: int,
-    view_base: int,
-    # outputs: as `gather_views` mode 0
-    cand_ref_out: wp.array2d(dtype=wp.int32),
-    cand_bound_out: wp.array2d(dtype=wp.float32),
-    cand_count_out: wp.array(dtype=wp.int32),
-    view_origin_out: wp.array(dtype=wp.vec3),
-    view_basis_out: wp.array(dtype=wp.mat33),
-    view_step_out: wp.array(dtype=wp.int32),
-    view_world_out: wp.array(dtype=wp.int32),
-    view_ground_out: wp.array(dtype=wp.float32),
-    list_count_out: wp.array(dtype=wp.int32),
-):
-    """Block of `GATHER_LANES` threads per view (`wp.launch_tiled`): `gather_views` mode 0 with
-    the lanes taking consecutive candidates of each round.
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+const unsigned int kept = __ballot_sync(0xffffffffu, keep != 0);
+return wp::vec2i(__popc(kept & ((1u << lane) - 1u)), __popc(kept));
+#else
+return wp::vec2i(0, keep);
+#endif
+""")
+def append_offsets_ballot(keep: int, lane: int) -> wp.vec2i:
+    """`append_offsets_scan` for a block of one CUDA warp, every lane of which must reach it: a
+    ballot and two population counts, no shared memory or barrier (`gather_lanes_warp`). A CPU
+    thread has no warp: it answers as for a block of one thread."""
+    ...
 
-    The rounds walk the same sequence as the serial loop (the world's agents, its parked cars,
-    then the query's cell rows, each row's cells one contiguous run of entries), and each
-    round's survivors go to the buffer in lane order (`lanes_append`), so the buffer, its count
-    and hence every image are the serial gather's. A thread per view leaves an H200 with a few
-    warps per SM; a block per view keeps it full.
-    """
-    i, lane = wp.tid()
-    lanes = wp.block_dim()
-    v = view_base + i
-    if lane == 0:
-        cand_count_out[v] = 0
-        list_count_out[v] = 0
-        view_world_out[v] = -1
-        view_step_out[v] = 0
-    c = view_camera(agent_box, requests, request_offset, v, num_cams, cam_extr, slot_table, num_slots)
-    if c.valid == 0:
-        return  # the same for the whole block: every thread returns or none does
-    if lane == 0:
-        store_view(c, agent_box, v, view_origin_out, view_basis_out, view_step_out, view_world_out, view_ground_out)
-    cand_cap = cand_ref_out.shape[1]
-    n = int(0)
-    # Agents of the ego's world (never the ego itself), then the world's parked cars.
-    s0 = table_world_start(slot_table, c.row, num_slots, c.world)
-    count = table_world_count(slot_table, c.row, num_slots, c.world)
-    p0 = num_slots + c.world * parked_per_world
-    for k in range(0, count + parked_per_world, lanes):
-        j = k + lane
-        s = wp.where(j < count, s0 + j, p0 + j - count)
-        b = float(-1.0)
-        if j < count + parked_per_world and s != c.slot:
-            b = agent_bound(agent_box, c.step, s, c.origin, c.basis, focal, cx, cy, width, height, near, far)
-        n = lanes_append(
-            wp.where(b >= 0.0, 1, 0), (_REF_AGENT << _REF_SHIFT) | s, b, n, v, cand_cap, cand_ref_out, cand_bound_out
-        )
-    # Static primitives from the grid cells under the horizontal field of view, row by row.
-    m = world_map[c.world]
-    nx = map_grid_dims[m, 0]
-    q = grid_query(c.origin, c.yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
-    base = map_cell_base[m]
-    for gy in range(q[1], q[3] + 1):
-        e1 = cell_start[base + gy * nx + q[2] + 1]
-        for k in range(cell_start[base + gy * nx + q[0]], e1, lanes):
-            e = k + lane
+
+def _gather_lanes_kernel(append_offsets, name: str):
+    """`gather_lanes` with ``append_offsets`` (`append_offsets_scan` or `append_offsets_ballot`)
+    placing each round's kept candidates: one kernel body, two kernels (``name`` is what
+    profiles and ptxas call it)."""
+
+    @wp.func
+    def lanes_append(
+        keep: int,
+        lane: int,
+        ref: int,
+        bound: float,
+        n: int,
+        v: int,
+        cand_cap: int,
+        cand_ref_out: wp.array2d(dtype=wp.int32),
+        cand_bound_out: wp.array2d(dtype=wp.float32),
+    ) -> int:
+        """Cooperative (every thread of the block calls it): the block's kept candidates of one
+        round go to the buffer at ``n`` in lane order, as a serial loop over the round would
+        append them; returns ``n`` plus their number (the same in every lane)."""
+        o = append_offsets(keep, lane)
+        at = n + o[0]
+        if keep == 1 and at < cand_cap:
+            cand_ref_out[v, at] = ref
+            cand_bound_out[v, at] = bound
+        return n + o[1]
+
+    @wp.kernel(name=name, module="unique", module_options=MODULE_OPTIONS)
+    def gather_lanes(
+        # snapshot history and requests
+        agent_box: wp.array3d(dtype=wp.float32),
+        requests: wp.array2d(dtype=wp.int32),
+        request_offset: int,
+        # rig
+        cam_extr: wp.array2d(dtype=wp.float32),
+        num_cams: int,
+        focal: float,
+        cx: float,
+        cy: float,
+        width: float,
+        height: float,
+        near: float,
+        far: float,
+        # layout
+        slot_table: wp.array2d(dtype=wp.int32),
+        world_map: wp.array(dtype=wp.int32),
+        num_slots: int,
+        parked_per_world: int,
+        # static scene
+        line_a: wp.array(dtype=wp.vec3),
+        line_b: wp.array(dtype=wp.vec3),
+        line_half_width: wp.array(dtype=wp.float32),
+        wall_a: wp.array(dtype=wp.vec3),
+        wall_b: wp.array(dtype=wp.vec3),
+        wall_height: wp.array(dtype=wp.float32),
+        light_pos: wp.array(dtype=wp.vec3),
+        light_heading: wp.array(dtype=wp.float32),
+        map_grid_origin: wp.array(dtype=wp.vec2),
+        map_grid_dims: wp.array2d(dtype=wp.int32),
+        map_cell_base: wp.array(dtype=wp.int32),
+        cell_start: wp.array(dtype=wp.int32),
+        entry_ref: wp.array(dtype=wp.int32),
+        entry_min_cell: wp.array2d(dtype=wp.int32),
+        entry_cell_x: wp.array(dtype=wp.int32),
+        cell_size: float,
+        capacity: int,
+        view_base: int,
+        # outputs: as `gather_views` mode 0
+        cand_ref_out: wp.array2d(dtype=wp.int32),
+        cand_bound_out: wp.array2d(dtype=wp.float32),
+        cand_count_out: wp.array(dtype=wp.int32),
+        view_origin_out: wp.array(dtype=wp.vec3),
+        view_basis_out: wp.array(dtype=wp.mat33),
+        view_step_out: wp.array(dtype=wp.int32),
+        view_world_out: wp.array(dtype=wp.int32),
+        view_ground_out: wp.array(dtype=wp.float32),
+        list_count_out: wp.array(dtype=wp.int32),
+    ):
+        """Block of `GATHER_LANES` threads per view (`wp.launch_tiled`): `gather_views` mode 0 with
+        the lanes taking consecutive candidates of each round.
+
+        The rounds walk the same sequence as the serial loop (the world's agents, its parked cars,
+        then the query's cell rows, each row's cells one contiguous run of entries), and each
+        round's survivors go to the buffer in lane order (`lanes_append`), so the buffer, its count
+        and hence every image are the serial gather's. A thread per view leaves an H200 with a few
+        warps per SM; a block per view keeps it full.
+        """
+        i, lane = wp.tid()
+        lanes = wp.block_dim()
+        v = view_base + i
+        if lane == 0:
+            cand_count_out[v] = 0
+            list_count_out[v] = 0
+            view_world_out[v] = -1
+            view_step_out[v] = 0
+        c = view_camera(agent_box, requests, request_offset, v, num_cams, cam_extr, slot_table, num_slots)
+        if c.valid == 0:
+            return  # the same for the whole block: every thread returns or none does
+        if lane == 0:
+            store_view(c, agent_box, v, view_origin_out, view_basis_out, view_step_out, view_world_out, view_ground_out)
+        cand_cap = cand_ref_out.shape[1]
+        n = int(0)
+        # Agents of the ego's world (never the ego itself), then the world's parked cars.
+        s0 = table_world_start(slot_table, c.row, num_slots, c.world)
+        count = table_world_count(slot_table, c.row, num_slots, c.world)
+        p0 = num_slots + c.world * parked_per_world
+        for k in range(0, count + parked_per_world, lanes):
+            j = k + lane
+            s = wp.where(j < count, s0 + j, p0 + j - count)
             b = float(-1.0)
-            ref = int(0)
-            if e < e1:
-                if first_in_query(entry_min_cell, e, entry_cell_x[e], gy, q):
-                    ref = entry_ref[e]
-                    b = static_bound(
-                        ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
-                        c.origin, c.basis, focal, cx, cy, width, height, near, far,
-                    )  # fmt: skip
-            n = lanes_append(wp.where(b >= 0.0, 1, 0), ref, b, n, v, cand_cap, cand_ref_out, cand_bound_out)
-    if lane == 0:
-        cand_count_out[v] = n
-        list_count_out[v] = wp.min(n, capacity)
+            if j < count + parked_per_world and s != c.slot:
+                b = agent_bound(agent_box, c.step, s, c.origin, c.basis, focal, cx, cy, width, height, near, far)
+            n = lanes_append(
+                wp.where(b >= 0.0, 1, 0), lane, (_REF_AGENT << _REF_SHIFT) | s, b, n, v, cand_cap, cand_ref_out,
+                cand_bound_out,
+            )  # fmt: skip
+        # Static primitives from the grid cells under the horizontal field of view, row by row.
+        m = world_map[c.world]
+        nx = map_grid_dims[m, 0]
+        q = grid_query(c.origin, c.yaw, focal, cx, width, far, map_grid_origin[m], nx, map_grid_dims[m, 1], cell_size)
+        base = map_cell_base[m]
+        for gy in range(q[1], q[3] + 1):
+            e1 = cell_start[base + gy * nx + q[2] + 1]
+            for k in range(cell_start[base + gy * nx + q[0]], e1, lanes):
+                e = k + lane
+                b = float(-1.0)
+                ref = int(0)
+                if e < e1:
+                    if first_in_query(entry_min_cell, e, entry_cell_x[e], gy, q):
+                        ref = entry_ref[e]
+                        b = static_bound(
+                            ref, line_a, line_b, line_half_width, wall_a, wall_b, wall_height, light_pos, light_heading,
+                            c.origin, c.basis, focal, cx, cy, width, height, near, far,
+                        )  # fmt: skip
+                n = lanes_append(wp.where(b >= 0.0, 1, 0), lane, ref, b, n, v, cand_cap, cand_ref_out, cand_bound_out)
+        if lane == 0:
+            cand_count_out[v] = n
+            list_count_out[v] = wp.min(n, capacity)
+
+    return gather_lanes
+
+
+gather_lanes = _gather_lanes_kernel(append_offsets_scan, "gather_lanes")
+"""Pass 1 of the cull with a block of `GATHER_LANES` threads per view (any block size; the CPU
+with ``wp.config.enable_cpu_blocks``)."""
+gather_lanes_warp = _gather_lanes_kernel(append_offsets_ballot, "gather_lanes_warp")
+"""`gather_lanes` for blocks of one CUDA warp (`GATHER_LANES` = 32, the default): the rounds
+append by a warp ballot instead of a block scan (ptxas: 70 registers instead of 90)."""
 
 
 RANK_THREADS = env_int("PICTURA_RANK_THREADS", 256, lambda x: x >= 1, "a positive integer (threads per view)")

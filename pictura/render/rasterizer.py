@@ -129,6 +129,8 @@ class Renderer:
         # CPU runs a block as one thread, where the lanes would only add the block's
         # bookkeeping: it keeps "views".
         self._gather = "lanes" if self.device.is_cuda else "views"
+        # A block of one CUDA warp appends by a ballot (`kernels.gather_lanes_warp`).
+        self._warp_lanes = self.device.is_cuda and kernels.GATHER_LANES == 32
         # Tile binning: 2 = screen rectangle and outline edges, 1 = rectangle, 0 = every tile.
         self._bin_mode = 2
         # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
@@ -490,7 +492,7 @@ class Renderer:
             if mode == 0 and solo_slot < 0 and self._gather == "lanes":
                 for base, count in self._launch_ranges(views, kernels.GATHER_LANES):
                     wp.launch_tiled(
-                        kernels.gather_lanes,
+                        kernels.gather_lanes_warp if self._warp_lanes else kernels.gather_lanes,
                         dim=[count],
                         inputs=[
                             agent_box, requests, start, *rig_args, *gather_args[:-1], self._entry_cell_x, sc.cell_size,
