@@ -1,11 +1,15 @@
-"""``python -m pictura render``: render a hand-written scene (or a map with demo agents) to PNG.
+"""``python -m pictura render``: render a hand-written scene, or one agent of a live world, to PNG.
 
     python -m pictura render --scene scene.json --out views.png
     python -m pictura render --example scene.json          # write a starter scene file
-    python -m pictura render --map procedural:seed=0 --agents 60 --out views.png
+    python -m pictura render --map procedural:seed=0 --agent 3 --out views.png
 
 Writes a PNG mosaic of the ego's camera views (one tile per camera, in rig order, two per row)
-and, beside it, ``<out>.npy``: the raw ``(C, H, W, 3)`` uint8 views.
+and, beside it, ``<out>.npy``: the raw ``(C, H, W, 3)`` uint8 views. With ``--map`` the world
+is live: the simulator spawns ``--agents`` agents and ``--parked`` parked cars on the map
+(`pictura.sim.reset`, seed ``--seed``), and the PNG shows a top-down overview of the world
+(`pictura.eval.overview.draw_overview`: the agent in magenta with its camera frusta and goal
+waypoints) to the right of the agent's views.
 
 Scene JSON (metres, degrees; x east, y north, z up; every key but ``ego`` optional)::
 
@@ -48,7 +52,7 @@ from pictura.maps.roadmap import (
     RoadMap,
     pack_polylines,
 )
-from pictura.sim.snapshot import BOX_INVALID, BOX_WIDTH, WorldLayout
+from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, BOX_WIDTH, WorldLayout
 
 AGENT_TYPES = {"vehicle": AGENT_VEHICLE, "pedestrian": AGENT_PEDESTRIAN, "cyclist": AGENT_CYCLIST}
 LIGHT_STATES = {"red": LIGHT_RED, "yellow": LIGHT_YELLOW, "green": LIGHT_GREEN, "off": LIGHT_OFF}
@@ -178,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pictura render", description=__doc__.split("\n\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--scene", type=Path, help="hand-written scene JSON (see --example)")
-    src.add_argument("--map", help="map source (e.g. procedural:seed=0) with demo agents on its lanes")
+    src.add_argument("--map", help="map source (e.g. procedural:seed=0, carla:Town03): a live world on it")
     src.add_argument("--example", type=Path, metavar="OUT", help="write an example scene JSON here and exit")
     p.add_argument("--out", type=Path, default=Path("views.png"), help="PNG mosaic path (default views.png)")
     p.add_argument("--width", type=int, help="override the rig width (px)")
@@ -186,15 +190,44 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", type=int, default=1, help="upscale the PNG by this factor (nearest)")
     p.add_argument("--supersample", type=int, help="rays per pixel per axis (2 = reference mode)")
     p.add_argument("--no-antialias", action="store_true", help="hard edges (1 sample, no coverage)")
-    p.add_argument("--agents", type=int, default=60, help="--map: demo agents to place (default 60)")
-    p.add_argument("--ego", type=int, default=0, help="--map: the ego's slot (default 0)")
-    p.add_argument("--seed", type=int, default=0, help="--map: placement seed (default 0)")
+    p.add_argument("--agent", type=int, default=0, help="--map: slot of the agent whose views to draw (default 0)")
+    p.add_argument("--agents", type=int, default=60, help="--map: agents the simulator spawns (default 60)")
+    p.add_argument("--parked", type=int, default=32, help="--map: parked cars (default 32, Table 5)")
+    p.add_argument("--seed", type=int, default=0, help="--map: the simulator's reset seed (default 0)")
+    p.add_argument("--radius", type=float, default=40.0, help="--map: overview half-width in m (default 40)")
     p.add_argument("--device", default="cpu", help="Warp device (default cpu)")
     return p
 
 
+def live_world(source: str, agents: int, parked: int, seed: int, device: str):
+    """(road map, layout, agent_box (S + P, 8), light_state (L,), goals (S, G, 3)) of one world on
+    ``source`` as the simulator spawns it (`pictura.sim.reset`): ``agents`` slots, ``parked``
+    parked cars."""
+    from pictura.maps import load_road_map
+    from pictura.sim import SimConfig, build_model, reset
+
+    if agents < 1:
+        raise ValueError(f"--agents must be >= 1, got {agents}")
+    if parked < 0:
+        raise ValueError(f"--parked must be >= 0, got {parked}")
+    road_map = load_road_map(source)
+    layout = WorldLayout.uniform([0], agents, [len(road_map.light_position)], parked)
+    model = build_model([road_map], layout, SimConfig(agents_per_world=(agents, agents), parked_per_world=parked), device=device)
+    state = model.state()
+    reset(model, state, seed=seed)
+    return road_map, layout, state.agent_box.numpy(), state.light_state.numpy(), state.goal.numpy()
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    try:
+        run(args)
+    except (ValueError, FileNotFoundError) as err:
+        raise SystemExit(f"render: {err}") from None
+
+
+def run(args: argparse.Namespace) -> None:
+    """The command behind `main` (errors as ``ValueError``)."""
     if args.example:
         args.example.write_text(json.dumps(EXAMPLE_SCENE, indent=2) + "\n")
         print(f"wrote {args.example}")
@@ -205,34 +238,46 @@ def main(argv: list[str] | None = None) -> None:
 
     rig_args: dict = {}
     options = {"antialias": True, "supersample": 1}
+    if args.scale < 1:
+        raise ValueError(f"--scale must be >= 1, got {args.scale}")
     if args.scene:
         scene = json.loads(args.scene.read_text())
         road_map, boxes, light_state, options = scene_from_json(scene)
         rig_args = dict(scene.get("rig", {}))
+        layout = WorldLayout.uniform([0], len(boxes), [len(light_state)])
         ego = 0
     else:
-        from pictura.maps import load_road_map
-        from pictura.render.demo import spawn_snapshot
-
-        road_map = load_road_map(args.map)
-        slots = max(args.agents, 1)
-        boxes = spawn_snapshot(road_map, slots, args.agents, seed=args.seed)
-        rng = np.random.default_rng(args.seed)
-        light_state = rng.integers(0, 3, len(road_map.light_position)).astype(np.int32)
-        ego = args.ego
+        road_map, layout, boxes, light_state, goals = live_world(args.map, args.agents, args.parked, args.seed, args.device)
+        ego = args.agent
+        if not 0 <= ego < layout.num_slots:
+            raise ValueError(f"--agent {ego} outside the world's slots 0..{layout.num_slots - 1} (--agents {args.agents})")
+        if boxes[ego, BOX_KIND] == BOX_INVALID:
+            spawned = int((boxes[: layout.num_slots, BOX_KIND] != BOX_INVALID).sum())
+            raise ValueError(
+                f"--agent {ego} holds no agent: the simulator spawned {spawned} of {args.agents} on {args.map!r} "
+                "(pick another slot or another --seed)"
+            )
     rig = CameraRig(**rig_args)
     rig.set_resolution(args.width or rig.width, args.height or rig.height)
     if args.supersample:
         options["supersample"] = args.supersample
     if args.no_antialias:
         options["antialias"] = False
-    layout = WorldLayout.uniform([0], len(boxes), [len(light_state)])
     renderer = Renderer([road_map], layout, rig, device=args.device, **options)
     renderer.validate_requests(boxes[None], np.array([[0, ego]]))
     views = renderer.render_numpy(boxes[None], light_state[None], np.array([[0, ego]]))[0]
     image = mosaic(views)
     if args.scale > 1:
         image = np.repeat(np.repeat(image, args.scale, 0), args.scale, 1)
+    if args.map:
+        from pictura.eval.overview import draw_overview, side_by_side
+
+        overview = draw_overview(
+            road_map, boxes, light_state, ego, parked=np.arange(len(boxes)) >= layout.num_slots, goals=goals[ego],
+            camera_extrinsics=rig.extrinsics(), camera_hfov_deg=rig.fov_deg()[0], size=max(image.shape[0], 360),
+            radius=args.radius, title=f"{args.map}  slot {ego}",
+        )
+        image = side_by_side([image, overview], background=255)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(image).save(args.out)
     np.save(args.out.with_suffix(".npy"), views)

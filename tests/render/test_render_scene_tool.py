@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pictura.tools.render_scene import EXAMPLE_SCENE, main, mosaic, scene_from_json
+from pictura.eval.overview import EGO_COLOR
+from pictura.sim.snapshot import BOX_INVALID, BOX_KIND
+from pictura.tools.render_scene import EXAMPLE_SCENE, live_world, main, mosaic, scene_from_json
 
 
 def test_scene_json_round_trip(tmp_path):
@@ -34,3 +36,33 @@ def test_scene_errors_name_the_field():
         scene_from_json(bad)
     with pytest.raises(ValueError, match="ego"):
         scene_from_json({"agents": []})
+
+
+def test_map_renders_one_agent_of_a_live_world_beside_an_overview(tmp_path):
+    """``--map SOURCE --agent N``: the simulator spawns the world (agents and parked cars), the
+    .npy holds slot N's views, and the PNG puts the world's overview right of the mosaic."""
+    source = "procedural:seed=0"
+    _, layout, boxes, _, _ = live_world(source, agents=12, parked=5, seed=0, device="cpu")
+    assert layout.num_slots == 12 and len(boxes) == 12 + 5
+    assert (boxes[12:, BOX_KIND] != BOX_INVALID).sum() == 5  # the parked cars
+    views = {}
+    for agent in (0, 3):
+        out = tmp_path / f"agent{agent}.png"
+        main(["--map", source, "--agents", "12", "--parked", "5", "--agent", str(agent), "--out", str(out), "--width", "48", "--height", "27"])
+        views[agent] = np.load(out.with_suffix(".npy"))
+        png = np.asarray(Image.open(out))
+        tiles = mosaic(views[agent])
+        np.testing.assert_array_equal(png[: tiles.shape[0], : tiles.shape[1]], tiles)
+        overview = png[:, tiles.shape[1] :]
+        assert overview.shape[1] >= 360  # the overview panel, beside the mosaic
+        assert np.all(overview == np.array(EGO_COLOR, np.uint8), axis=-1).sum() > 10  # the agent, in magenta
+    assert views[0].shape == (4, 27, 48, 3)
+    assert not np.array_equal(views[0], views[3])  # two agents, two different views
+
+
+def test_map_agent_errors_name_the_option(tmp_path):
+    out = str(tmp_path / "v.png")
+    with pytest.raises(SystemExit, match="--agent 12 outside"):
+        main(["--map", "procedural:seed=0", "--agents", "12", "--agent", "12", "--out", out])
+    with pytest.raises(SystemExit, match="--agents must be >= 1"):
+        main(["--map", "procedural:seed=0", "--agents", "0", "--out", out])
