@@ -41,16 +41,25 @@ def is_background(img: np.ndarray) -> np.ndarray:
     return bg.reshape(img.shape[:-1])
 
 
-def test_box_silhouette_matches_projected_hull():
+@pytest.mark.parametrize(
+    "target",  # face-on, turned (an oblique side face), nearer and turned the other way, far
+    [
+        (12.0, 0.0, 0.0, 0.0, 4.5, 2.0, 1.6, AGENT_VEHICLE),
+        (12.0, 1.5, 0.0, 0.6, 4.5, 2.0, 1.6, AGENT_VEHICLE),
+        (8.0, -2.0, 0.0, 2.0, 4.5, 2.0, 1.6, AGENT_VEHICLE),
+        (25.0, 3.0, 0.0, 1.2, 4.5, 2.0, 1.6, AGENT_VEHICLE),
+    ],
+)
+def test_box_silhouette_matches_projected_hull(target):
+    # issue 5: hard-edged silhouette IoU >= 0.98 at 96x54 against the NumPy projection
     r = front_renderer(antialias=False)
-    target = (12.0, 1.5, 0.0, 0.6, 4.5, 2.0, 1.6, AGENT_VEHICLE)
     img = render_one(r, boxes(8, {0: EGO, 1: target}))[0]
     cx, cy = r.rig.principal
     uv = project(box_corners(*target[:7]), np.array([0.0, 0.0, 1.5]), 0.0, r.rig.focal, cx, cy)
     expected = fill_polygon(convex_hull(uv), 96, 54)
     drawn = ~is_background(img)
     iou = (drawn & expected).sum() / (drawn | expected).sum()
-    assert expected.sum() > 100 and iou >= 0.95
+    assert expected.sum() > 50 and iou >= 0.98
 
 
 def test_antialiased_box_stays_within_one_pixel_of_the_hull():
