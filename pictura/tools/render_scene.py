@@ -8,7 +8,7 @@ Writes a PNG mosaic of the ego's camera views (one tile per camera, in rig order
 and, beside it, ``<out>.npy``: the raw ``(C, H, W, 3)`` uint8 views. With ``--map`` the world
 is live: the simulator spawns ``--agents`` agents and ``--parked`` parked cars on the map
 (`pictura.sim.reset`, seed ``--seed``), and the PNG shows a top-down overview of the world
-(`pictura.eval.overview.draw_overview`: the agent in magenta with its camera frusta and goal
+(`pictura.eval.overview.overview_for_slot`: the agent in magenta with its camera frusta and goal
 waypoints) to the right of the agent's views.
 
 Scene JSON (metres, degrees; x east, y north, z up; every key but ``ego`` optional)::
@@ -270,12 +270,14 @@ def run(args: argparse.Namespace) -> None:
     if args.scale > 1:
         image = np.repeat(np.repeat(image, args.scale, 0), args.scale, 1)
     if args.map:
-        from pictura.eval.overview import draw_overview, side_by_side
+        from types import SimpleNamespace
 
-        overview = draw_overview(
-            road_map, boxes, light_state, ego, parked=np.arange(len(boxes)) >= layout.num_slots, goals=goals[ego],
-            camera_extrinsics=rig.extrinsics(), camera_hfov_deg=rig.fov_deg()[0], size=max(image.shape[0], 360),
-            radius=args.radius, title=f"{args.map}  slot {ego}",
+        from pictura.eval.overview import overview_for_slot, side_by_side
+
+        world = SimpleNamespace(layout=layout, road_maps=[road_map], rig=rig)  # what overview_for_slot reads
+        overview = overview_for_slot(
+            world, boxes, light_state, ego, goals=goals[ego], size=max(image.shape[0], 360), radius=args.radius,
+            title=f"{args.map}  slot {ego}",
         )
         image = side_by_side([image, overview], background=255)
     args.out.parent.mkdir(parents=True, exist_ok=True)
