@@ -9,7 +9,9 @@ the walk of `kernels.trace_ray` for every pixel (same band masks, same order, sa
 the next entry's bound lies behind an opaque fragment) and records, per band, which entries
 any of its pixels walked and which of those left a fragment (coverage > 0) in at least one
 of them. The line gives, per non-empty band, the entries binned, walked and drawing, by kind:
-the walk's cost is the entries walked, its useful work the ones drawing.
+the walk's cost is the entries walked, its useful work the ones drawing. ``partial`` counts the
+entries drawing with a coverage strictly between 0 and 1 in some pixel of the band: the band's
+warp meets the entry's edge there (docs/renderer.md, round 23).
 
 ``--by-row`` adds one ``render_walk_rows`` line per resolution: per band row (its first pixel
 row), the fraction of non-empty bands, the entries walked and drawing per non-empty band, and
@@ -60,9 +62,11 @@ def walk_bands(
     bands: int,
     walked_out: wp.array(dtype=wp.uint32),
     drawn_out: wp.array(dtype=wp.uint32),
+    partial_out: wp.array(dtype=wp.uint32),
 ):
     """Thread per (view, band, pixel of the band): `trace_ray`'s walk; sets bit k of the band's
-    ``walked_out`` / ``drawn_out`` words when the pixel walks / gets coverage from entry k."""
+    ``walked_out`` / ``drawn_out`` / ``partial_out`` words when the pixel walks / gets coverage /
+    gets a coverage strictly between 0 and 1 (an edge pixel) from entry k."""
     tid = wp.tid()
     band_id = tid / 32
     v = band_id / bands
@@ -95,6 +99,8 @@ def walk_bands(
             )
             if f[4] > 0.0:
                 wp.atomic_or(drawn_out, base + wd, low)
+                if f[4] < 1.0:
+                    wp.atomic_or(partial_out, base + wd, low)
                 if f[4] >= kernels._OPAQUE:
                     t_opaque = wp.min(t_opaque, f[0])
 
@@ -105,13 +111,14 @@ def entry_bits(words: np.ndarray, capacity: int) -> np.ndarray:
     return b.reshape(*words.shape[:2], -1)[..., :capacity].astype(bool)
 
 
-def band_entry_sets(r: Renderer, views: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(binned, walked, drawn): (views, bands, list capacity) bool arrays for the first ``views``
-    views of ``r``'s last render, bit k = list entry k (`walk_bands`)."""
+def band_entry_sets(r: Renderer, views: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(binned, walked, drawn, partial): (views, bands, list capacity) bool arrays for the first
+    ``views`` views of ``r``'s last render, bit k = list entry k (`walk_bands`)."""
     mask = r._tile_mask(views)
     bands, words = mask.shape[1], mask.shape[2]
     walked = wp.zeros(views * bands * words, dtype=wp.uint32, device=r.device)
     drawn = wp.zeros_like(walked)
+    partial = wp.zeros_like(walked)
     rig = r.rig
     wp.launch(
         walk_bands, dim=views * bands * 32,
@@ -119,13 +126,14 @@ def band_entry_sets(r: Renderer, views: int) -> tuple[np.ndarray, np.ndarray, np
             r._view_ray.flatten(), r._rec.flatten(), mask.flatten(), r.list_capacity, r._face_color, r._misc_color,
             rig.width, rig.height, 1.0 / rig.focal, rig.near, rig.far, bands,
         ],
-        outputs=[walked, drawn], device=r.device,
+        outputs=[walked, drawn, partial], device=r.device,
     )  # fmt: skip
     k = r.list_capacity
     return (
         entry_bits(mask.numpy()[:views], k),
         entry_bits(walked.numpy().reshape(views, bands, words), k),
         entry_bits(drawn.numpy().reshape(views, bands, words), k),
+        entry_bits(partial.numpy().reshape(views, bands, words), k),
     )
 
 
@@ -182,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
         r = Renderer(road_maps, layout, rig, device=args.device, list_capacity=args.capacity, chunk_size=len(egos))
         images = r.render_numpy(boxes[None], lights[None], requests)
         views = len(egos) * rig.num_cameras
-        binned, walked_b, drawn_b = band_entry_sets(r, views)
+        binned, walked_b, drawn_b, partial_b = band_entry_sets(r, views)
         bands = binned.shape[1]
         kind = r._rec.numpy()[:views]["r2"][:, :, 3].astype(int)[:, None, :]
         nonempty = binned.any(-1)
@@ -193,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         for label, sel in [("all", np.ones_like(kind, bool)), *((n, kind == k) for n, k in KINDS.items())]:
             row[label] = {
                 name: round(float((bits & sel).sum(-1)[nonempty].mean()), 3)
-                for name, bits in (("binned", binned), ("walked", walked_b), ("drawn", drawn_b))
+                for name, bits in (("binned", binned), ("walked", walked_b), ("drawn", drawn_b), ("partial", partial_b))
             }
         if args.check_bins:
             r_all = Renderer(road_maps, layout, rig, device=args.device, list_capacity=args.capacity, chunk_size=len(egos))

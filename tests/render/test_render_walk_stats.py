@@ -38,8 +38,10 @@ def test_the_walk_copy_draws_every_agent_the_raster_shows(width, height):
     ab, ls, rq = r._to_device(boxes, lights, requests)
     ids = r._id_buffer(ab, ls, rq, r._layout_table_unless(None), -1)  # the same lists and bins again
     views = len(requests) * r.num_cameras
-    binned, walked, drawn = band_entry_sets(r, views)
-    assert (walked <= binned).all() and (drawn <= walked).all()
+    binned, walked, drawn, partial = band_entry_sets(r, views)
+    assert (walked <= binned).all() and (drawn <= walked).all() and (partial <= drawn).all()
+    kind = r._rec.numpy()[:views]["r2"][:, :, 3].astype(int)[:, None, :]
+    assert (partial & (kind == kernels.REF_AGENT)).any()  # antialiased box edges
     refs = r._list_ref.numpy()[:views]
     tiles_x = -(-width // kernels.TILE_PX)
     checked = 0
