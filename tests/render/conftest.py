@@ -78,3 +78,23 @@ def fill_polygon(hull: np.ndarray, width: int, height: int) -> np.ndarray:
     signs = np.stack(signs)
     inside = np.all(signs >= 0, axis=0) | np.all(signs <= 0, axis=0)
     return inside
+
+
+def polygon_pixel_area(poly: np.ndarray, x0: int, y0: int) -> float:
+    """Exact area of the convex polygon ``poly`` (n, 2) inside pixel [x0, x0 + 1] x [y0, y0 + 1]:
+    the polygon clipped by the pixel's four sides (Sutherland-Hodgman), then the shoelace sum."""
+    pts = [tuple(p) for p in poly]
+    for nx, ny, c in ((1.0, 0.0, -x0), (-1.0, 0.0, x0 + 1.0), (0.0, 1.0, -y0), (0.0, -1.0, y0 + 1.0)):
+        kept = []  # the part with nx x + ny y + c >= 0
+        for i, p in enumerate(pts):
+            q = pts[(i + 1) % len(pts)]
+            fp, fq = nx * p[0] + ny * p[1] + c, nx * q[0] + ny * q[1] + c
+            if fp >= 0:
+                kept.append(p)
+            if (fp >= 0) != (fq >= 0):
+                a = fp / (fp - fq)
+                kept.append((p[0] + a * (q[0] - p[0]), p[1] + a * (q[1] - p[1])))
+        pts = kept
+        if not pts:
+            return 0.0
+    return 0.5 * abs(sum(p[0] * q[1] - q[0] * p[1] for p, q in zip(pts, pts[1:] + pts[:1], strict=True)))

@@ -1,0 +1,93 @@
+"""Antialiased box edges against the exact polygon-pixel area (NumPy clipping), issue 5.
+
+Issue 5 asks for each edge pixel's coverage within 0.02 of the area of the projected silhouette
+inside it. Main's ramp meets that for a box seen head-on. It does not meet it for a box turned so
+that a face is seen at an angle (docs/renderer.md, Known limits). Those cases are strict xfails,
+so they turn into failures the day the coverage becomes exact. A second test guards main's
+present error so that it cannot grow unnoticed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pictura.maps.roadmap import AGENT_VEHICLE
+from pictura.render.palette import GROUND, SKY, to_uint8
+from tests.render.conftest import box_corners, boxes, convex_hull, polygon_pixel_area, project
+from tests.render.test_rasterizer import EGO, front_renderer, render_one
+
+W, H = 96, 54
+FACE_ON = (12.0, 0.0, 0.0, 0.0, 4.5, 2.0, 1.4)  # x, y, z, heading, length, width, height
+TURNED = [  # a side face seen obliquely
+    (12.0, 1.5, 0.0, 0.6, 4.5, 2.0, 1.4),
+    (10.0, -1.0, 0.0, -0.4, 4.0, 1.8, 1.4),
+    (8.0, -2.0, 0.0, 2.0, 4.5, 2.0, 1.4),
+]
+EXACT_WITHIN = 0.02  # issue 5 (8-bit colours add up to ~0.005 of their own)
+RAMP_WITHIN = 0.13  # main's in-plane ramp: 0.007 head-on, 0.058-0.123 on these turned poses
+
+
+def edge_coverage_errors(pose) -> list[float]:
+    """|coverage - exact area| of each silhouette pixel away from the hull's corners and from the
+    horizon. A pixel's colour is bg + c (face - bg), c its coverage; the face colour is read two
+    pixels inward (the same face when the pixel three inward matches it)."""
+    r = front_renderer(width=W, height=H)
+    img = render_one(r, boxes(8, {0: EGO, 1: (*pose, AGENT_VEHICLE)}))[0].astype(np.float64)
+    cx, cy = r.rig.principal
+    hull = convex_hull(project(box_corners(*pose), np.array([0.0, 0.0, 1.5]), 0.0, r.rig.focal, cx, cy))
+    exact = np.array([[polygon_pixel_area(hull, x, y) for x in range(W)] for y in range(H)])
+    sky, ground = np.array(to_uint8(SKY), np.float64), np.array(to_uint8(GROUND), np.float64)
+    errors = []
+    for y, x in zip(*np.nonzero((exact > 0.0) & (exact < 1.0)), strict=True):
+        if np.hypot(hull[:, 0] - (x + 0.5), hull[:, 1] - (y + 0.5)).min() < 2.0 or abs(y + 0.5 - cy) < 2.0:
+            continue
+        for dy, dx in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+            y2, x2, y3, x3 = y + 2 * dy, x + 2 * dx, y + 3 * dy, x + 3 * dx
+            if not (0 <= min(y3, x3) and y3 < H and x3 < W):
+                continue
+            if exact[y + dy, x + dx] >= 1.0 and exact[y2, x2] >= 1.0 and np.abs(img[y2, x2] - img[y3, x3]).max() <= 2:
+                bg = sky if y + 0.5 < cy else ground
+                face = img[y2, x2] - bg
+                errors.append(abs(float(np.dot(img[y, x] - bg, face) / np.dot(face, face)) - exact[y, x]))
+                break
+    assert len(errors) >= 20  # enough edge pixels to mean something
+    return errors
+
+
+def test_polygon_pixel_area_is_exact_on_hand_cases():
+    square = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]])
+    assert polygon_pixel_area(square, 0, 0) == pytest.approx(1.0)
+    assert polygon_pixel_area(square, 2, 0) == pytest.approx(0.0)
+    # the triangle below the diagonal y = x of pixel (0, 0) covers half of it
+    triangle = np.array([[0.0, 0.0], [3.0, 0.0], [3.0, 3.0]])
+    assert polygon_pixel_area(triangle, 0, 0) == pytest.approx(0.5)
+    # a half-plane x <= 0.25 covers a quarter of pixel (0, 0)
+    strip = np.array([[-5.0, -5.0], [0.25, -5.0], [0.25, 5.0], [-5.0, 5.0]])
+    assert polygon_pixel_area(strip, 0, 0) == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("pose", [FACE_ON, *TURNED])
+def test_edge_pixel_coverage_stays_within_the_ramps_known_error(pose):
+    assert max(edge_coverage_errors(pose)) <= RAMP_WITHIN
+
+
+@pytest.mark.parametrize(
+    "pose",
+    [
+        FACE_ON,
+        *(
+            pytest.param(
+                pose,
+                marks=pytest.mark.xfail(
+                    strict=True,
+                    reason="issue 5: main's in-plane ramp is not the exact area on oblique faces; "
+                    "exact variants cost 11.5-18.7 % (docs/renderer.md, round 23)",
+                ),
+            )
+            for pose in TURNED
+        ),
+    ],
+)
+def test_edge_pixel_coverage_is_the_exact_area(pose):
+    assert max(edge_coverage_errors(pose)) <= EXACT_WITHIN
