@@ -16,7 +16,7 @@ from pictura.eval.probes import (
 from pictura.maps.roadmap import AGENT_VEHICLE, RoadMap
 from pictura.render import Camera, CameraRig, Renderer
 from pictura.sim.snapshot import BOX_KIND, WorldLayout
-from tests.render.conftest import box_corners, boxes, convex_hull, fill_polygon, project
+from tests.render.conftest import boxes, fill_polygon, front_silhouette, grown_by_one_pixel
 
 EGO = (0.0, 0.0, 0.0, 0.0, 0.8, 0.8, 1.5, AGENT_VEHICLE)
 TARGET = (20.0, 0.0, 0.0, np.pi, 4.0, 2.0, 1.5, AGENT_VEHICLE)
@@ -54,13 +54,8 @@ def test_removing_a_user_changes_only_the_pixels_it_covers():
     without = r.render_numpy(absent, ls, np.array([[0, 0]]))[0, 0].astype(int)
     changed = np.any(with_it != without, axis=-1)
     # NumPy reference: the target's silhouette, grown by one pixel for edge rounding.
-    cx, cy = r.rig.principal
-    hull = convex_hull(project(box_corners(*TARGET[:7]), np.array([0.0, 0.0, 1.5]), 0.0, r.rig.focal, cx, cy))
-    mask = fill_polygon(hull, 96, 54)
-    grown = mask.copy()
-    for dy in (-1, 0, 1):
-        for dx in (-1, 0, 1):
-            grown |= np.roll(np.roll(mask, dy, 0), dx, 1)
+    mask = fill_polygon(front_silhouette(r.rig.focal, r.rig.principal, TARGET), 96, 54)
+    grown = grown_by_one_pixel(mask)
     assert changed.any()
     assert not (changed & ~grown).any()
     assert changed[mask].mean() > 0.9

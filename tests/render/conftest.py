@@ -66,6 +66,23 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
     return np.array(lower[:-1] + upper[:-1])
 
 
+def front_silhouette(focal: float, principal: tuple[float, float], box) -> np.ndarray:
+    """Convex hull (n, 2), in pixels, of ``box`` (x, y, z, heading, length, width, height, ...)
+    as seen by a level camera at (0, 0, 1.5) m facing +x with ``focal`` and ``principal``: the
+    front camera of an ego at the origin in the render tests."""
+    cx, cy = principal
+    return convex_hull(project(box_corners(*box[:7]), np.array([0.0, 0.0, 1.5]), 0.0, focal, cx, cy))
+
+
+def grown_by_one_pixel(mask: np.ndarray) -> np.ndarray:
+    """``mask`` (H, W) bool with every pixel next to a set one (8-neighbourhood) set too."""
+    grown = mask.copy()
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            grown |= np.roll(np.roll(mask, dy, 0), dx, 1)
+    return grown
+
+
 def fill_polygon(hull: np.ndarray, width: int, height: int) -> np.ndarray:
     """(H, W) bool: pixel centres inside the convex polygon."""
     u, v = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5)

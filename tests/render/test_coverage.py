@@ -14,7 +14,7 @@ import pytest
 
 from pictura.maps.roadmap import AGENT_VEHICLE
 from pictura.render.palette import GROUND, SKY, to_uint8
-from tests.render.conftest import box_corners, boxes, convex_hull, polygon_pixel_area, project
+from tests.render.conftest import boxes, front_silhouette, polygon_pixel_area
 from tests.render.test_rasterizer import EGO, front_renderer, render_one
 
 W, H = 96, 54
@@ -34,8 +34,8 @@ def edge_coverage_errors(pose) -> list[float]:
     pixels inward (the same face when the pixel three inward matches it)."""
     r = front_renderer(width=W, height=H)
     img = render_one(r, boxes(8, {0: EGO, 1: (*pose, AGENT_VEHICLE)}))[0].astype(np.float64)
-    cx, cy = r.rig.principal
-    hull = convex_hull(project(box_corners(*pose), np.array([0.0, 0.0, 1.5]), 0.0, r.rig.focal, cx, cy))
+    cy = r.rig.principal[1]
+    hull = front_silhouette(r.rig.focal, r.rig.principal, pose)
     exact = np.array([[polygon_pixel_area(hull, x, y) for x in range(W)] for y in range(H)])
     sky, ground = np.array(to_uint8(SKY), np.float64), np.array(to_uint8(GROUND), np.float64)
     errors = []

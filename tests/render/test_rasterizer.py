@@ -16,7 +16,7 @@ from pictura.maps.roadmap import (
 from pictura.render import Camera, CameraRig, Renderer
 from pictura.render.palette import AGENT_FACE_COLOR, GROUND, SKY, WALL, to_uint8
 from pictura.sim.snapshot import WorldLayout
-from tests.render.conftest import box_corners, boxes, convex_hull, empty_map, fill_polygon, layout, project
+from tests.render.conftest import boxes, empty_map, fill_polygon, front_silhouette, grown_by_one_pixel, layout
 
 FRONT = Camera("front", 0.0, 0.0, 1.5, 0.0)
 EGO = (0.0, 0.0, 0.0, 0.0, 0.8, 0.8, 1.5, AGENT_VEHICLE)
@@ -54,9 +54,7 @@ def test_box_silhouette_matches_projected_hull(target):
     # issue 5: hard-edged silhouette IoU >= 0.98 at 96x54 against the NumPy projection
     r = front_renderer(antialias=False)
     img = render_one(r, boxes(8, {0: EGO, 1: target}))[0]
-    cx, cy = r.rig.principal
-    uv = project(box_corners(*target[:7]), np.array([0.0, 0.0, 1.5]), 0.0, r.rig.focal, cx, cy)
-    expected = fill_polygon(convex_hull(uv), 96, 54)
+    expected = fill_polygon(front_silhouette(r.rig.focal, r.rig.principal, target), 96, 54)
     drawn = ~is_background(img)
     iou = (drawn & expected).sum() / (drawn | expected).sum()
     assert expected.sum() > 50 and iou >= 0.98
@@ -66,13 +64,8 @@ def test_antialiased_box_stays_within_one_pixel_of_the_hull():
     r = front_renderer()
     target = (10.0, -1.0, 0.0, -0.4, 4.0, 1.8, 1.5, AGENT_VEHICLE)
     img = render_one(r, boxes(8, {0: EGO, 1: target}))[0]
-    cx, cy = r.rig.principal
-    uv = project(box_corners(*target[:7]), np.array([0.0, 0.0, 1.5]), 0.0, r.rig.focal, cx, cy)
-    hull = fill_polygon(convex_hull(uv), 96, 54)
-    grown = hull.copy()
-    for dy in (-1, 0, 1):
-        for dx in (-1, 0, 1):
-            grown |= np.roll(np.roll(hull, dy, 0), dx, 1)
+    hull = fill_polygon(front_silhouette(r.rig.focal, r.rig.principal, target), 96, 54)
+    grown = grown_by_one_pixel(hull)
     drawn = ~is_background(img)
     assert drawn[hull].mean() > 0.97
     assert not np.any(drawn & ~grown)
