@@ -110,24 +110,6 @@ def store_rgb(a: wp.array2d(dtype=wp.vec3ub), i: int, j: int, rgb: wp.vec3ub):
     ...
 
 
-@wp.func_native(load_snippet("wp::address(a, i, j)", "vec4i"))
-def load_vec4i_2d(a: wp.array2d(dtype=wp.vec4i), i: int, j: int) -> wp.vec4i:
-    """``a[i, j]`` with one vector load."""
-    ...
-
-
-@wp.func_native(load_snippet("wp::address(a, i, j, k)", "vec4"))
-def load_vec4_3d(a: wp.array3d(dtype=wp.vec4), i: int, j: int, k: int) -> wp.vec4:
-    """``a[i, j, k]`` with one vector load."""
-    ...
-
-
-@wp.func_native(store_snippet("wp::address(a, i, j)", "x", "vec4i"))
-def store_vec4i_2d(a: wp.array2d(dtype=wp.vec4i), i: int, j: int, x: wp.vec4i):
-    """``a[i, j] = x`` with one vector store."""
-    ...
-
-
 @wp.func_native(store_snippet("wp::address(a, i, j, k)", "x", "vec4"))
 def store_vec4_3d(a: wp.array3d(dtype=wp.vec4), i: int, j: int, k: int, x: wp.vec4):
     """``a[i, j, k] = x`` with one vector store."""

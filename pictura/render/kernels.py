@@ -18,10 +18,10 @@ numbered ``v = (request - request_offset) * C + camera``.
    nearest: the same list the insertion sort builds, but with no O(K) shifting in global
    memory and with hundreds of threads per view instead of one.
 3. `entry_setup` (thread per list entry) writes the entry's camera-relative record (all the
-   per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines);
-   `bin_entries` (thread per list entry, over its rectangle's tiles) sets one bit per (band,
-   entry) for the ``TILE_PX``-square screen tiles the outline may touch (integer atomic OR:
-   the same words whatever the order).
+   per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines),
+   then (`bin_entry`, over its rectangle's tiles) sets one bit per (band, entry) for the
+   ``TILE_PX``-square screen tiles the outline may touch (integer atomic OR: the same words
+   whatever the order).
 4. `view_rays` (thread per view) writes the view's ray frame; `raster_views` (a warp per group
    of bands of one view, a thread per pixel of a band, walking the group's bands in turn;
    `raster_views_wide` the same for large views, `raster_views_ss` with ``s x s`` rays per
@@ -57,13 +57,10 @@ from pictura.render.array_io import (
     load_u32,
     load_vec3,
     load_vec4,
-    load_vec4_3d,
     load_vec4i,
-    load_vec4i_2d,
     store_rgb,
     store_snippet,
     store_vec4_3d,
-    store_vec4i_2d,
 )
 from pictura.render.palette import (
     LIGHT_CUTOFF_DEG,
@@ -172,7 +169,7 @@ _LINE_MARGIN = wp.constant(BIN_LINE_MARGIN_PX)
 _EDGES = wp.constant(4)
 BIN_CENTRE_SLACK_PX = 0.01
 """Slack (px) of the ground lines' first-row test at pixel centres (`line_first_row`,
-`bin_entries`), for the raster's fast-math ray distance (a relative error near 1e-6, about
+`bin_entry`), for the raster's fast-math ray distance (a relative error near 1e-6, about
 1e-6 px there)."""
 _CENTRE_SLACK = wp.constant(BIN_CENTRE_SLACK_PX)
 
@@ -987,7 +984,7 @@ def entry_margin(kind: int, du: float, dw: float, focal: float) -> float:
 @wp.func
 def rect_edges(edge_out: wp.array3d(dtype=wp.vec4), v: int, k: int, rect: wp.vec4, first_row: float):
     """The screen rectangle (umin, wmin, umax, wmax) as `quad_bin`'s edge lines, for the entries
-    with no polygon outline (cuboids, lights, a quad seen as a sliver), so `bin_entries` tests
+    with no polygon outline (cuboids, lights, a quad seen as a sliver), so `bin_entry` tests
     every kind per band; w = ``first_row`` (`quad_bin`)."""
     store_vec4_3d(edge_out, v, k, 0, wp.vec4(1.0, 0.0, -rect[0], first_row))
     store_vec4_3d(edge_out, v, k, 1, wp.vec4(0.0, 1.0, -rect[1], first_row))
@@ -1070,7 +1067,7 @@ def quad_bin(
     ``end_shift`` px; an edge slot the polygon leaves unused (a triangle, a zero-length edge)
     gets a line that holds everywhere. Degenerate polygons (seen edge-on, or a sliver under a
     pixel in area) get their rectangle's edges instead, moved out by ``end_shift``. All four
-    carry ``first_row`` in w (`bin_entries` drops the bands whose pixel centres all lie above
+    carry ``first_row`` in w (`bin_entry` drops the bands whose pixel centres all lie above
     it; -_FULL: none). A polygon wholly behind the clip plane returns an empty rectangle and
     writes nothing: it bins nowhere.
     """
@@ -1193,13 +1190,14 @@ def entry_setup(
     clip: float,
     far: float,
     bin: int,
+    bin_mode: int,
     view_base: int,
-    # outputs: the entry's record (see `trace_ray`); with bin = 1 also its inclusive tile range
-    # (tx0, ty0, tx1, ty1), empty = (1, 1, 0, 0), and its _EDGES screen edge lines (a, b, c,
-    # first row: `quad_bin`)
+    # outputs: the entry's record (see `trace_ray`); with bin = 1 also its _EDGES screen edge
+    # lines (a, b, c, first row: `quad_bin`) and its bits in the tile masks (`bin_entry`; the
+    # masks zeroed by the caller)
     rec_out: wp.array2d(dtype=EntryRecord),
-    tile_range_out: wp.array2d(dtype=wp.vec4i),
     edge_out: wp.array3d(dtype=wp.vec4),
+    tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
     """Thread per (view, list entry): everything per-pixel work needs, relative to the camera.
 
@@ -1265,7 +1263,7 @@ def entry_setup(
             dn = wp.vec3(-uy * hw, ux * hw, 0.0)
             pa = wp.vec3(a[0], a[1], zm) - du
             pb = wp.vec3(b[0], b[1], zm) + du
-            # `bin_entries` grows every edge by the band's angular margin (`bin_margin`), which
+            # `bin_entry` grows every edge by the band's angular margin (`bin_margin`), which
             # holds across a line; its ends need `BIN_LINE_MARGIN_PX`, so they move out by that
             # less the smallest band margin (at the principal point).
             end_shift = wp.max(_LINE_MARGIN - bin_margin(0.0, 0.0, focal), 0.0)
@@ -1319,65 +1317,63 @@ def entry_setup(
     # The margin at the image corner farthest from the principal point holds for every pixel.
     m = entry_margin(kind, wp.max(cx, width - cx), wp.max(cy, height - cy), focal)
     tiles = wp.vec4i(1, 1, 0, 0)  # empty: off screen, or an empty rectangle
+    tiles_x = (int(width) + _TILE - 1) / _TILE
+    tiles_y = (int(height) + _TILE - 1) / _TILE
     if rect[2] >= -m and rect[3] >= -m and rect[0] <= width + m and rect[1] <= height + m:
-        tiles_x = (int(width) + _TILE - 1) / _TILE
-        tiles_y = (int(height) + _TILE - 1) / _TILE
         tiles = wp.vec4i(
             wp.clamp(int(wp.floor((wp.max(rect[0], -2.0 * m) - m) / float(_TILE))), 0, tiles_x - 1),
             wp.clamp(int(wp.floor((wp.max(rect[1], -2.0 * m) - m) / float(_TILE))), 0, tiles_y - 1),
             wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0 * m) + m) / float(_TILE))), 0, tiles_x - 1),
             wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0 * m) + m) / float(_TILE))), 0, tiles_y - 1),
         )
-    store_vec4i_2d(tile_range_out, v, k, tiles)
+    bin_entry(v, k, tiles, edge_out, tiles_x, tiles_y, focal, cx, cy, bin_mode, tile_mask_out)
 
 
-@wp.kernel
-def bin_entries(
-    list_count: wp.array(dtype=wp.int32),
-    tile_range: wp.array2d(dtype=wp.vec4i),
+@wp.func
+def bin_entry(
+    v: int,
+    k: int,
+    q: wp.vec4i,
     entry_edge: wp.array3d(dtype=wp.vec4),
     tiles_x: int,
     tiles_y: int,
     focal: float,
     cx: float,
     cy: float,
-    view_base: int,
-    # 2 = rectangle and edge lines (the renderer's mode), 1 = rectangle only, 0 = every tile
-    # (the reference the tests compare against)
     bin_mode: int,
-    # output (zeroed by the caller): bit k % 32 of word k / 32 of row 2 t + h says list entry k
-    # may touch half h of tile t (its top or bottom _BAND rows)
     tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
-    """Thread per (view, list entry): set the entry's bit in every band it may touch.
+    """Set list entry k of view v's bit in every band it may touch (`entry_setup`, which has
+    just written its tile range ``q`` and edge lines).
 
-    An entry is kept in a band when its tile range (`entry_setup`) holds the tile and no edge
-    line of its outline (its projected polygon's, or its screen rectangle's) has the whole band,
-    grown by the band's `bin_margin`, on its outside. The margin grows off axis, where a pixel
-    spans a smaller angle: 0.08 px at the image centre, 0.34 px in the corners of the default
-    rig (Table 3) at 96x54, against 1.5 px for every kind before. Across a ground line its
+    ``bin_mode``: 2 = rectangle and edge lines (the renderer's), 1 = rectangle only, 0 = every
+    tile (the reference the tests compare against). ``tile_mask_out`` (zeroed by the caller):
+    bit k % 32 of word k / 32 of row 2 t + h says list entry k may touch half h of tile t (its
+    top or bottom _BAND rows).
+
+    An entry is kept in a band when its tile range holds the tile and no edge line of its
+    outline (its projected polygon's, or its screen rectangle's) has the whole band, grown by
+    the band's `bin_margin`, on its outside. The margin grows off axis, where a pixel spans a
+    smaller angle: 0.08 px at the image centre, 0.34 px in the corners of the default rig
+    (Table 3) at 96x54, against 1.5 px for every kind before. Across a ground line its
     coverage reaches at most half a footprint past the strip too; its ends reach up to
     `BIN_LINE_MARGIN_PX`, and `quad_bin` moved those edges out. A ground line also skips the
     bands whose pixel centres all lie above its first row (`line_first_row`: they meet its
-    plane only beyond ``far``). Each entry visits only the tiles of its range. Bits are set with an integer
-    atomic OR, whose result does not depend on the order of the writes: the masks are the same
-    words on every run. Entries keep their depth order inside every band (bit k is list slot k).
+    plane only beyond ``far``). Each entry visits only the tiles of its range. Bits are set
+    with an integer atomic OR, whose result does not depend on the order of the writes: the
+    masks are the same words on every run. Entries keep their depth order inside every band
+    (bit k is list slot k).
     """
-    tid = wp.tid()
-    capacity = tile_range.shape[1]
-    v = view_base + tid / capacity
-    k = tid - (tid / capacity) * capacity
-    if k >= list_count[v]:
-        return
-    q = load_vec4i_2d(tile_range, v, k)
     if bin_mode == 0:
         q = wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
     # The outline's edge lines, rows of one matrix read once (the tile loop's atomics would
     # make the compiler reload them per tile); mode 1 tests none of them (0 u + 0 w + 1 >= 0).
     edges = wp.mat44(0.0, 0.0, 1.0, -_FULL, 0.0, 0.0, 1.0, -_FULL, 0.0, 0.0, 1.0, -_FULL, 0.0, 0.0, 1.0, -_FULL)
     if bin_mode == 2:
+        # plain loads: this thread has just written them (`array_io`'s loads read through the
+        # read-only cache, which need not see a kernel's own stores)
         for e in range(_EDGES):
-            edges[e] = load_vec4_3d(entry_edge, v, k, e)
+            edges[e] = entry_edge[v, k, e]
     # A ground line's first row (`line_first_row`, the w of each of its edges; -_FULL for other
     # kinds): a band whose lowest pixel centre lies above it sees the line's plane only beyond
     # `far`.
@@ -2043,7 +2039,7 @@ lose 3 %, so smaller views keep `raster_views`."""
 
 
 def _raster_views(
-    # per-view data from view_rays / gather_* / rank_candidates / entry_setup / bin_entries:
+    # per-view data from view_rays / gather_* / rank_candidates / entry_setup:
     # the launch's views flattened (view_ray 3 rows, rec capacity records, tile_mask bands *
     # words mask words each), so a load takes one index (a 2-D index costs two negative-index
     # wraps and two 64-bit products; ~16 instructions per mask word)

@@ -133,6 +133,7 @@ class Renderer:
         self._warp_lanes = self.device.is_cuda and kernels.GATHER_LANES == 32
         # Tile binning: 2 = screen rectangle and outline edges, 1 = rectangle, 0 = every tile.
         self._bin_mode = 2
+        self._no_mask = wp.zeros((1, 1, 1), dtype=wp.uint32, device=self.device)  # `entry_setup` unbinned
         # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
         self._max_launch = 2**31 - 1
 
@@ -193,7 +194,6 @@ class Renderer:
             "_cand_ref": ((self._cand_capacity,), wp.int32),
             "_cand_bound": ((self._cand_capacity,), wp.float32),
             "_cand_count": ((), wp.int32),
-            "_tile_range": ((k,), wp.vec4i),
             "_rec": ((k,), kernels.EntryRecord),
             "_entry_edge": ((k, 4), wp.vec4),
         }
@@ -530,6 +530,11 @@ class Renderer:
                         device=self.device,
                     )
         binned = int(solo_slot < 0)  # the id buffer walks the whole list: no tile masks
+        if binned:
+            mask = self._tile_mask(views)
+            mask.zero_()  # `entry_setup` ORs each entry's bits in (`kernels.bin_entry`)
+        else:
+            mask = self._no_mask
         for base, count in self._launch_ranges(views, k):
             wp.launch(
                 kernels.entry_setup,
@@ -540,28 +545,11 @@ class Renderer:
                     self._line_a, self._line_b, self._line_hw, self._line_kind,
                     self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
                     self._line_color, self._light_color,
-                    focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, base,
+                    focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, self._bin_mode, base,
                 ],
-                outputs=[self._rec, self._tile_range, self._entry_edge],
+                outputs=[self._rec, self._entry_edge, mask],
                 device=self.device,
             )  # fmt: skip
-        if not binned:
-            return
-        mask = self._tile_mask(views)
-        mask.zero_()
-        tile = kernels.TILE_PX
-        tiles_x, tiles_y = (self.rig.width + tile - 1) // tile, (self.rig.height + tile - 1) // tile
-        for base, count in self._launch_ranges(views, k):
-            wp.launch(
-                kernels.bin_entries,
-                dim=count * k,
-                inputs=[
-                    self._list_count, self._tile_range, self._entry_edge, tiles_x, tiles_y, focal, cx, cy, base,
-                    self._bin_mode,
-                ],
-                outputs=[mask],
-                device=self.device,
-            )
 
     def _clip_x(self) -> float:
         """Camera-plane depth (m) below which no pixel ray can reach ``near``: half the near

@@ -13,12 +13,9 @@ from pictura.render.array_io import (
     load_u32,
     load_vec3,
     load_vec4,
-    load_vec4_3d,
     load_vec4i,
-    load_vec4i_2d,
     store_rgb,
     store_vec4_3d,
-    store_vec4i_2d,
 )
 
 
@@ -26,15 +23,11 @@ from pictura.render.array_io import (
 def read_all(
     f4: wp.array(dtype=wp.vec4),
     i4: wp.array(dtype=wp.vec4i),
-    i4_2d: wp.array2d(dtype=wp.vec4i),
-    f4_3d: wp.array3d(dtype=wp.vec4),
     words: wp.array(dtype=wp.uint32),
     colors: wp.array(dtype=wp.vec3),
     rec: wp.array(dtype=kernels.EntryRecord),
     f4_out: wp.array(dtype=wp.vec4),
     i4_out: wp.array(dtype=wp.vec4i),
-    i4_2d_out: wp.array2d(dtype=wp.vec4i),
-    f4_3d_out: wp.array3d(dtype=wp.vec4),
     words_out: wp.array(dtype=wp.uint32),
     colors_out: wp.array(dtype=wp.vec3),
     rec_out: wp.array2d(dtype=wp.vec4),
@@ -44,11 +37,6 @@ def read_all(
     i4_out[i] = load_vec4i(i4, i)
     words_out[i] = load_u32(words, i)
     colors_out[i] = load_vec3(colors, i)
-    for j in range(i4_2d.shape[1]):
-        i4_2d_out[i, j] = load_vec4i_2d(i4_2d, i, j)
-    for j in range(f4_3d.shape[1]):
-        for k in range(f4_3d.shape[2]):
-            f4_3d_out[i, j, k] = load_vec4_3d(f4_3d, i, j, k)
     for w in range(kernels.RECORD_WORDS):
         rec_out[i, w] = kernels.record_word(rec, i, w)
 
@@ -56,11 +44,9 @@ def read_all(
 @wp.kernel
 def write_all(
     f4_3d: wp.array3d(dtype=wp.vec4),
-    i4_2d: wp.array2d(dtype=wp.vec4i),
     rgb: wp.array2d(dtype=wp.vec3ub),
     rec: wp.array2d(dtype=kernels.EntryRecord),
     f4_3d_out: wp.array3d(dtype=wp.vec4),
-    i4_2d_out: wp.array2d(dtype=wp.vec4i),
     rgb_out: wp.array2d(dtype=wp.vec3ub),
     rec_out: wp.array2d(dtype=kernels.EntryRecord),
 ):
@@ -68,8 +54,6 @@ def write_all(
     for j in range(f4_3d.shape[1]):
         for k in range(f4_3d.shape[2]):
             store_vec4_3d(f4_3d_out, i, j, k, f4_3d[i, j, k])
-    for j in range(i4_2d.shape[1]):
-        store_vec4i_2d(i4_2d_out, i, j, i4_2d[i, j])
     for j in range(rgb.shape[1]):
         store_rgb(rgb_out, i, j, rgb[i, j])
     for k in range(rec.shape[1]):
@@ -92,7 +76,6 @@ def check_array_io(device: str) -> None:
     n = 5
     f4 = rng.normal(size=(n, 4)).astype(np.float32)
     i4 = rng.integers(-(2**31), 2**31 - 1, (n, 4)).astype(np.int32)
-    i4_2d = rng.integers(-100, 100, (n, 3, 4)).astype(np.int32)
     f4_3d = rng.normal(size=(n, 2, 4, 4)).astype(np.float32)
     words = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     colors = rng.random((n, 3)).astype(np.float32)
@@ -105,39 +88,35 @@ def check_array_io(device: str) -> None:
 
     outs = [
         wp.zeros(n, wp.vec4, device=device), wp.zeros(n, wp.vec4i, device=device),
-        wp.zeros((n, 3), wp.vec4i, device=device), wp.zeros((n, 2, 4), wp.vec4, device=device),
         wp.zeros(n, wp.uint32, device=device), wp.zeros(n, wp.vec3, device=device),
         wp.zeros((n, kernels.RECORD_WORDS), wp.vec4, device=device),
     ]  # fmt: skip
     wp.launch(
         read_all, dim=n, device=device,
         inputs=[
-            arr(f4, wp.vec4), arr(i4, wp.vec4i), arr(i4_2d, wp.vec4i), arr(f4_3d, wp.vec4), arr(words, wp.uint32),
-            arr(colors, wp.vec3), wp.array(rec, dtype=kernels.EntryRecord, device=device),
+            arr(f4, wp.vec4), arr(i4, wp.vec4i), arr(words, wp.uint32), arr(colors, wp.vec3), wp.array(rec, dtype=kernels.EntryRecord, device=device),
         ],
         outputs=outs,
     )  # fmt: skip
     got = [o.numpy() for o in outs]
-    for want, have in zip([f4, i4, i4_2d, f4_3d, words, colors], got[:6], strict=True):
+    for want, have in zip([f4, i4, words, colors], got[:4], strict=True):
         assert np.array_equal(have, want)
     want_words = np.stack([rec["r0"], rec["r1"], rec["r2"], np.zeros((n, 4), np.float32)], 1)
     want_words[:, 3, 0] = rec["bound"]
-    assert np.array_equal(got[6], want_words)
+    assert np.array_equal(got[4], want_words)
 
     f4_out = wp.zeros((n, 2, 4), wp.vec4, device=device)
-    i4_out = wp.zeros((n, 3), wp.vec4i, device=device)
     rgb_out = wp.zeros((n, 7), wp.vec3ub, device=device)
     rec_out = wp.zeros((n, 3), kernels.EntryRecord, device=device)
     wp.launch(
         write_all, dim=n, device=device,
         inputs=[
-            arr(f4_3d, wp.vec4), arr(i4_2d, wp.vec4i), arr(rgb, wp.vec3ub),
+            arr(f4_3d, wp.vec4), arr(rgb, wp.vec3ub),
             wp.array(rec_2d, dtype=kernels.EntryRecord, device=device),
         ],
-        outputs=[f4_out, i4_out, rgb_out, rec_out],
+        outputs=[f4_out, rgb_out, rec_out],
     )  # fmt: skip
     assert np.array_equal(f4_out.numpy(), f4_3d)
-    assert np.array_equal(i4_out.numpy(), i4_2d)
     assert np.array_equal(rgb_out.numpy(), rgb)
     assert rec_out.numpy().tobytes() == rec_2d.tobytes()  # the padding written as zeros too
 
