@@ -1343,8 +1343,8 @@ def bin_entry(
     bin_mode: int,
     tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
-    """Set list entry k of view v's bit in every band it may touch (`entry_setup`, which has
-    just written its tile range ``q`` and edge lines).
+    """Set list entry k of view v's bit in every band it may touch: `entry_setup`'s last step,
+    with the entry's tile range ``q`` and the edge lines it has just written to ``entry_edge``.
 
     ``bin_mode``: 2 = rectangle and edge lines (the renderer's), 1 = rectangle only, 0 = every
     tile (the reference the tests compare against). ``tile_mask_out`` (zeroed by the caller):

@@ -94,7 +94,8 @@ def check_array_io(device: str) -> None:
     wp.launch(
         read_all, dim=n, device=device,
         inputs=[
-            arr(f4, wp.vec4), arr(i4, wp.vec4i), arr(words, wp.uint32), arr(colors, wp.vec3), wp.array(rec, dtype=kernels.EntryRecord, device=device),
+            arr(f4, wp.vec4), arr(i4, wp.vec4i), arr(words, wp.uint32), arr(colors, wp.vec3),
+            wp.array(rec, dtype=kernels.EntryRecord, device=device),
         ],
         outputs=outs,
     )  # fmt: skip
