@@ -108,9 +108,3 @@ p[2] = rgb.c[2];
 def store_rgb(a: wp.array2d(dtype=wp.vec3ub), i: int, j: int, rgb: wp.vec3ub):
     """``a[i, j] = rgb`` (i, j >= 0)."""
     ...
-
-
-@wp.func_native(store_snippet("wp::address(a, i, j, k)", "x", "vec4"))
-def store_vec4_3d(a: wp.array3d(dtype=wp.vec4), i: int, j: int, k: int, x: wp.vec4):
-    """``a[i, j, k] = x`` with one vector store."""
-    ...

@@ -60,7 +60,6 @@ from pictura.render.array_io import (
     load_vec4i,
     store_rgb,
     store_snippet,
-    store_vec4_3d,
 )
 from pictura.render.palette import (
     LIGHT_CUTOFF_DEG,
@@ -982,14 +981,27 @@ def entry_margin(kind: int, du: float, dw: float, focal: float) -> float:
 
 
 @wp.func
-def rect_edges(edge_out: wp.array3d(dtype=wp.vec4), v: int, k: int, rect: wp.vec4, first_row: float):
-    """The screen rectangle (umin, wmin, umax, wmax) as `quad_bin`'s edge lines, for the entries
-    with no polygon outline (cuboids, lights, a quad seen as a sliver), so `bin_entry` tests
-    every kind per band; w = ``first_row`` (`quad_bin`)."""
-    store_vec4_3d(edge_out, v, k, 0, wp.vec4(1.0, 0.0, -rect[0], first_row))
-    store_vec4_3d(edge_out, v, k, 1, wp.vec4(0.0, 1.0, -rect[1], first_row))
-    store_vec4_3d(edge_out, v, k, 2, wp.vec4(-1.0, 0.0, rect[2], first_row))
-    store_vec4_3d(edge_out, v, k, 3, wp.vec4(0.0, -1.0, rect[3], first_row))
+def no_edges(first_row: float) -> wp.mat44:
+    """Four edge lines (rows a, b, c, first row) that hold everywhere: 0 u + 0 w + 1 >= 0."""
+    return wp.mat44(
+        0.0, 0.0, 1.0, first_row,
+        0.0, 0.0, 1.0, first_row,
+        0.0, 0.0, 1.0, first_row,
+        0.0, 0.0, 1.0, first_row,
+    )  # fmt: skip
+
+
+@wp.func
+def rect_edges(rect: wp.vec4, first_row: float) -> wp.mat44:
+    """The screen rectangle (umin, wmin, umax, wmax) as `quad_bin`'s edge lines (rows), for the
+    entries with no polygon outline (cuboids, lights, a quad seen as a sliver), so `bin_entry`
+    tests every kind per band; w = ``first_row`` (`quad_bin`)."""
+    return wp.mat44(
+        1.0, 0.0, -rect[0], first_row,
+        0.0, 1.0, -rect[1], first_row,
+        -1.0, 0.0, rect[2], first_row,
+        0.0, -1.0, rect[3], first_row,
+    )  # fmt: skip
 
 
 @wp.func
@@ -1054,22 +1066,20 @@ def quad_bin(
     clip: float,
     end_shift: float,
     first_row: float,
-    v: int,
-    k: int,
-    edge_out: wp.array3d(dtype=wp.vec4),
-) -> wp.vec4:
-    """Screen rectangle and edge lines of a planar convex quad clipped to the plane x = clip.
+):
+    """Screen rectangle and edge lines (the rows of a mat44) of a planar convex quad clipped to
+    the plane x = clip.
 
     The (up to 5-gon) clipped polygon projects to a convex polygon; its first ``_EDGES`` edges
-    are written as unit lines (a, b, c), inside where a u + b w + c >= 0 (any subset of a convex
+    are returned as unit lines (a, b, c), inside where a u + b w + c >= 0 (any subset of a convex
     polygon's edges bounds it, so dropping one stays conservative). The edges along the quad's
     edges p1 p2 and p3 p0 (a ground line's ends) and along the clip plane are moved out by
     ``end_shift`` px; an edge slot the polygon leaves unused (a triangle, a zero-length edge)
     gets a line that holds everywhere. Degenerate polygons (seen edge-on, or a sliver under a
     pixel in area) get their rectangle's edges instead, moved out by ``end_shift``. All four
     carry ``first_row`` in w (`bin_entry` drops the bands whose pixel centres all lie above
-    it; -_FULL: none). A polygon wholly behind the clip plane returns an empty rectangle and
-    writes nothing: it bins nowhere.
+    it; -_FULL: none). A polygon wholly behind the clip plane returns an empty rectangle (and
+    lines that hold everywhere): it bins nowhere.
     """
     xq = wp.vec4(0.0)
     yq = wp.vec4(0.0)
@@ -1107,8 +1117,9 @@ def quad_bin(
             shifted = shifted | (wp.where(xq[j] >= clip, i % 2, 1) << n)
             n += 1
     rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
+    edges = no_edges(first_row)
     if n < 3:
-        return rect
+        return rect, edges
     area2 = float(0.0)
     for i in range(n):
         j = (i + 1) % n
@@ -1117,7 +1128,7 @@ def quad_bin(
     if wp.abs(area2) >= 1.0:
         sgn = wp.sign(area2)
         for i in range(_EDGES):
-            edge = wp.vec4(0.0, 0.0, 1.0, first_row)  # 0 u + 0 w + 1 >= 0: keeps every band
+            edge = edges[i]  # an unused slot keeps every band
             if i < n:
                 j = (i + 1) % n
                 du = us[j] - us[i]
@@ -1128,14 +1139,14 @@ def quad_bin(
                     b = sgn * du / ln
                     shift = wp.where(((shifted >> i) & 1) == 1, end_shift, 0.0)
                     edge = wp.vec4(a, b, shift - (a * us[i] + b * ws[i]), first_row)
-            store_vec4_3d(edge_out, v, k, i, edge)
+            edges[i] = edge
     else:
         # No outline (a far line's dash, under a pixel in area): its rectangle, grown by
         # ``end_shift`` (all of a sliver is near an end), tests each band instead of the whole
         # tile range (at 96x54 these were a quarter of the walked lines that draw nothing).
         g = wp.vec4(rect[0] - end_shift, rect[1] - end_shift, rect[2] + end_shift, rect[3] + end_shift)
-        rect_edges(edge_out, v, k, g, first_row)
-    return rect
+        edges = rect_edges(g, first_row)
+    return rect, edges
 
 
 @wp.func
@@ -1192,11 +1203,9 @@ def entry_setup(
     bin: int,
     bin_mode: int,
     view_base: int,
-    # outputs: the entry's record (see `trace_ray`); with bin = 1 also its _EDGES screen edge
-    # lines (a, b, c, first row: `quad_bin`) and its bits in the tile masks (`bin_entry`; the
-    # masks zeroed by the caller)
+    # outputs: the entry's record (see `trace_ray`); with bin = 1 also its bits in the tile
+    # masks (`bin_entry`; the masks zeroed by the caller)
     rec_out: wp.array2d(dtype=EntryRecord),
-    edge_out: wp.array3d(dtype=wp.vec4),
     tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
     """Thread per (view, list entry): everything per-pixel work needs, relative to the camera.
@@ -1221,10 +1230,11 @@ def entry_setup(
     ref = list_ref[v, k]
     kind = ref >> _REF_SHIFT
     i = ref & _REF_MASK
-    # Every kind's binning path below writes all four edge lines of an entry whose rectangle is
-    # non-empty (`rect_edges`, `quad_bin`); an empty one gets the empty tile range and bins
-    # nowhere, so its edge lines are never read.
+    # Every kind's binning path below sets the screen rectangle and the _EDGES edge lines of
+    # its outline (a, b, c, first row: `rect_edges`, `quad_bin`), which `bin_entry` tests per
+    # band; an empty rectangle gets the empty tile range and bins nowhere.
     rect = wp.vec4(_FULL, _FULL, -_FULL, -_FULL)
+    edges = no_edges(-_FULL)
     r0 = wp.vec4(0.0)
     r1 = wp.vec4(0.0)
     r2 = wp.vec4(0.0)
@@ -1240,7 +1250,7 @@ def entry_setup(
         r2 = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, float(kind))
         if bin == 1:
             rect = box_rect(agent_box, step, i, o, basis, focal, cx, cy, clip)
-            rect_edges(edge_out, v, k, rect, -_FULL)
+            edges = rect_edges(rect, -_FULL)
     elif kind == _REF_LINE:
         a = line_a[i]
         b = line_b[i]
@@ -1268,10 +1278,9 @@ def entry_setup(
             # less the smallest band margin (at the principal point).
             end_shift = wp.max(_LINE_MARGIN - bin_margin(0.0, 0.0, focal), 0.0)
             first_row = line_first_row(basis, zm - o[2], focal, cy, far)
-            rect = quad_bin(
-                pa + dn, pb + dn, pb - dn, pa - dn, o, basis, focal, cx, cy, clip, end_shift, first_row, v, k,
-                edge_out,
-            )  # fmt: skip
+            rect, edges = quad_bin(
+                pa + dn, pb + dn, pb - dn, pa - dn, o, basis, focal, cx, cy, clip, end_shift, first_row
+            )
     elif kind == _REF_WALL:
         a = wall_a[i]
         b = wall_b[i]
@@ -1289,7 +1298,7 @@ def entry_setup(
         r2 = wp.vec4(0.0, 0.0, 0.0, float(kind))
         if bin == 1 and seg_len > 0.0:
             hz = wp.vec3(0.0, 0.0, h)
-            rect = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, 0.0, -_FULL, v, k, edge_out)
+            rect, edges = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, 0.0, -_FULL)
     else:
         p = light_pos[i]
         hd = light_heading[i]
@@ -1310,7 +1319,7 @@ def entry_setup(
                         rect = wp.vec4(-_FULL, -_FULL, _FULL, _FULL)
                     else:
                         rect = rect_add(rect, q, focal, cx, cy)
-            rect_edges(edge_out, v, k, rect, -_FULL)
+            edges = rect_edges(rect, -_FULL)
     store_record(rec_out, v, k, r0, r1, r2, list_bound[v, k])
     if bin == 0:
         return
@@ -1326,7 +1335,7 @@ def entry_setup(
             wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0 * m) + m) / float(_TILE))), 0, tiles_x - 1),
             wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0 * m) + m) / float(_TILE))), 0, tiles_y - 1),
         )
-    bin_entry(v, k, tiles, edge_out, tiles_x, tiles_y, focal, cx, cy, bin_mode, tile_mask_out)
+    bin_entry(v, k, tiles, edges, tiles_x, tiles_y, focal, cx, cy, bin_mode, tile_mask_out)
 
 
 @wp.func
@@ -1334,7 +1343,7 @@ def bin_entry(
     v: int,
     k: int,
     q: wp.vec4i,
-    entry_edge: wp.array3d(dtype=wp.vec4),
+    outline: wp.mat44,
     tiles_x: int,
     tiles_y: int,
     focal: float,
@@ -1344,7 +1353,7 @@ def bin_entry(
     tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
     """Set list entry k of view v's bit in every band it may touch: `entry_setup`'s last step,
-    with the entry's tile range ``q`` and the edge lines it has just written to ``entry_edge``.
+    with the entry's tile range ``q`` and the edge lines of its outline (rows a, b, c, first row).
 
     ``bin_mode``: 2 = rectangle and edge lines (the renderer's), 1 = rectangle only, 0 = every
     tile (the reference the tests compare against). ``tile_mask_out`` (zeroed by the caller):
@@ -1366,14 +1375,10 @@ def bin_entry(
     """
     if bin_mode == 0:
         q = wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
-    # The outline's edge lines, rows of one matrix read once (the tile loop's atomics would
-    # make the compiler reload them per tile); mode 1 tests none of them (0 u + 0 w + 1 >= 0).
-    edges = wp.mat44(0.0, 0.0, 1.0, -_FULL, 0.0, 0.0, 1.0, -_FULL, 0.0, 0.0, 1.0, -_FULL, 0.0, 0.0, 1.0, -_FULL)
+    # mode 1 tests none of the outline's edge lines
+    edges = no_edges(-_FULL)
     if bin_mode == 2:
-        # plain loads: this thread has just written them (`array_io`'s loads read through the
-        # read-only cache, which need not see a kernel's own stores)
-        for e in range(_EDGES):
-            edges[e] = entry_edge[v, k, e]
+        edges = outline
     # A ground line's first row (`line_first_row`, the w of each of its edges; -_FULL for other
     # kinds): a band whose lowest pixel centre lies above it sees the line's plane only beyond
     # `far`.

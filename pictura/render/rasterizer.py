@@ -195,7 +195,6 @@ class Renderer:
             "_cand_bound": ((self._cand_capacity,), wp.float32),
             "_cand_count": ((), wp.int32),
             "_rec": ((k,), kernels.EntryRecord),
-            "_entry_edge": ((k, 4), wp.vec4),
         }
 
     def _scratch(self, views: int) -> None:
@@ -547,7 +546,7 @@ class Renderer:
                     self._line_color, self._light_color,
                     focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, self._bin_mode, base,
                 ],
-                outputs=[self._rec, self._entry_edge, mask],
+                outputs=[self._rec, mask],
                 device=self.device,
             )  # fmt: skip
 

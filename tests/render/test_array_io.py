@@ -15,7 +15,6 @@ from pictura.render.array_io import (
     load_vec4,
     load_vec4i,
     store_rgb,
-    store_vec4_3d,
 )
 
 
@@ -43,17 +42,12 @@ def read_all(
 
 @wp.kernel
 def write_all(
-    f4_3d: wp.array3d(dtype=wp.vec4),
     rgb: wp.array2d(dtype=wp.vec3ub),
     rec: wp.array2d(dtype=kernels.EntryRecord),
-    f4_3d_out: wp.array3d(dtype=wp.vec4),
     rgb_out: wp.array2d(dtype=wp.vec3ub),
     rec_out: wp.array2d(dtype=kernels.EntryRecord),
 ):
     i = wp.tid()
-    for j in range(f4_3d.shape[1]):
-        for k in range(f4_3d.shape[2]):
-            store_vec4_3d(f4_3d_out, i, j, k, f4_3d[i, j, k])
     for j in range(rgb.shape[1]):
         store_rgb(rgb_out, i, j, rgb[i, j])
     for k in range(rec.shape[1]):
@@ -76,7 +70,6 @@ def check_array_io(device: str) -> None:
     n = 5
     f4 = rng.normal(size=(n, 4)).astype(np.float32)
     i4 = rng.integers(-(2**31), 2**31 - 1, (n, 4)).astype(np.int32)
-    f4_3d = rng.normal(size=(n, 2, 4, 4)).astype(np.float32)
     words = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     colors = rng.random((n, 3)).astype(np.float32)
     rgb = rng.integers(0, 256, (n, 7, 3)).astype(np.uint8)
@@ -106,18 +99,16 @@ def check_array_io(device: str) -> None:
     want_words[:, 3, 0] = rec["bound"]
     assert np.array_equal(got[4], want_words)
 
-    f4_out = wp.zeros((n, 2, 4), wp.vec4, device=device)
     rgb_out = wp.zeros((n, 7), wp.vec3ub, device=device)
     rec_out = wp.zeros((n, 3), kernels.EntryRecord, device=device)
     wp.launch(
         write_all, dim=n, device=device,
         inputs=[
-            arr(f4_3d, wp.vec4), arr(rgb, wp.vec3ub),
+            arr(rgb, wp.vec3ub),
             wp.array(rec_2d, dtype=kernels.EntryRecord, device=device),
         ],
-        outputs=[f4_out, rgb_out, rec_out],
+        outputs=[rgb_out, rec_out],
     )  # fmt: skip
-    assert np.array_equal(f4_out.numpy(), f4_3d)
     assert np.array_equal(rgb_out.numpy(), rgb)
     assert rec_out.numpy().tobytes() == rec_2d.tobytes()  # the padding written as zeros too
 
