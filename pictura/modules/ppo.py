@@ -102,6 +102,31 @@ def ppo_loss(
     }
 
 
+SPREAD_QUANTILES = (0.5, 0.9, 0.99)
+"""Quantiles of |A| that `spread_metrics` logs (besides the maximum)."""
+
+
+def spread_metrics(advantage: torch.Tensor, returns: torch.Tensor, value: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Scale diagnostics of a rollout's valid transitions (1-D tensors of equal length): |A| at
+    `SPREAD_QUANTILES` and its maximum, the spread of the value targets and the value
+    function's RMS error. What they show: whether the advantage filter's threshold (a fraction
+    of the running max |A|) follows the bulk of the advantages or a few outliers, and how large
+    the value loss is against the policy loss in the shared trunk's gradient."""
+    if advantage.numel() == 0:
+        return {}
+    magnitude = advantage.abs().float()
+    q = torch.tensor(SPREAD_QUANTILES, device=magnitude.device)
+    # torch.quantile refuses inputs over 2^24 elements: an evenly strided subsample stands in
+    stride = -(-magnitude.numel() // 2**24)
+    levels = torch.quantile(magnitude[::stride], q)
+    out = {f"train/advantage/abs_p{round(100 * p)}": levels[i] for i, p in enumerate(SPREAD_QUANTILES)}
+    out["train/advantage/abs_max"] = magnitude.max()
+    out["train/return/mean"] = returns.float().mean()
+    out["train/return/std"] = returns.float().std() if returns.numel() > 1 else torch.zeros((), device=returns.device)
+    out["train/value/rms_error"] = (value.float() - returns.float()).pow(2).mean().sqrt()
+    return out
+
+
 def normalize_advantage(advantage: torch.Tensor) -> torch.Tensor:
     """Per-minibatch normalisation (zero mean, unit std; std of a single sample taken as 1)."""
     if advantage.numel() < 2:
@@ -672,6 +697,12 @@ class PPO(LightningModule):
                         sums[k] = sums.get(k, 0) + v.detach() * real_piece.numel()
                     clock.stop("update_optim")
                 clock.start("update_optim")
+                # the norm before clipping: how far the clip shrinks each step (no host sync)
+                grad_norm = torch.nn.utils.get_total_norm(
+                    [p.grad for p in self.policy.parameters() if p.grad is not None]
+                )
+                sums["grad_norm"] = sums.get("grad_norm", 0) + grad_norm.detach()
+                sums["grad_steps"] = sums.get("grad_steps", 0) + 1
                 self.clip_gradients(optimizer, gradient_clip_val=h.max_grad_norm, gradient_clip_algorithm="norm")
                 optimizer.step()
                 clock.stop("update_optim")
@@ -691,7 +722,12 @@ class PPO(LightningModule):
         valid = buf["valid"]
         steps = valid.sum().clamp(min=1).float()
         processed = max(float(keep.sum()) * h.update_epochs, 1.0)
-        metrics = {f"train/loss/{k}": v / processed for k, v in sums.items() if k not in ("approx_kl", "clip_fraction")}
+        per_step = ("grad_norm", "grad_steps")  # summed per gradient step, not per transition
+        metrics = {
+            f"train/loss/{k}": v / processed for k, v in sums.items() if k not in ("approx_kl", "clip_fraction", *per_step)
+        }
+        if sums.get("grad_steps"):
+            metrics["train/grad_norm"] = sums["grad_norm"] / sums["grad_steps"]
         metrics["train/approx_kl"] = sums.get("approx_kl", torch.tensor(0.0)) / processed
         metrics["train/clip_fraction"] = sums.get("clip_fraction", torch.tensor(0.0)) / processed
         value = buf["value"][valid]
@@ -702,6 +738,7 @@ class PPO(LightningModule):
         )
         metrics["train/advantage_filter/kept_fraction"] = keep.sum() / steps
         metrics["train/advantage_filter/max_abs_ema"] = self.filter.max_abs_ema.clone()
+        metrics.update(spread_metrics(advantage[valid], ret, value))
         metrics["train/reward/total"] = (buf["reward"] * valid).sum() / steps
         for term, total in self.rollout_stats["reward"].items():
             metrics[f"train/reward/{term}"] = total / steps

@@ -12,8 +12,9 @@ in Table 1), the mean over densities against agent-steps trained, one line per r
 table of the first and last evaluation of every run is printed.
 
 ``--training`` plots the training scalars of the runs' TensorBoard event files instead
-(`TRAINING_SCALARS`: mean reward per agent-step, entropy, off-road and goal events per agent-step)
-against ``train/agent_steps``, e.g. to compare two precisions side by side.
+(`TRAINING_SCALARS`: mean reward per agent-step, entropy, off-road and goal events per agent-step;
+``--scalars`` picks others, e.g. ``train/grad_norm,train/advantage/abs_p90``) against
+``train/agent_steps``, e.g. to compare two precisions side by side.
 """
 
 from __future__ import annotations
@@ -58,10 +59,12 @@ def read_event_scalars(path: str | Path, tags: set[str] | None = None) -> dict[s
     return by_step
 
 
-def read_training_scalars(path: str | Path) -> dict[str, list[tuple[float, float]]]:
-    """``{tag: [(agent-steps trained, value), ...]}`` of `TRAINING_SCALARS` from a run folder's
-    (or one file's) TensorBoard events, in iteration order."""
-    by_step = read_event_scalars(path, {"train/agent_steps", *TRAINING_SCALARS})
+def read_training_scalars(
+    path: str | Path, tags: tuple[str, ...] = TRAINING_SCALARS
+) -> dict[str, list[tuple[float, float]]]:
+    """``{tag: [(agent-steps trained, value), ...]}`` of ``tags`` from a run folder's (or one
+    file's) TensorBoard events, in iteration order."""
+    by_step = read_event_scalars(path, {"train/agent_steps", *tags})
     if "train/agent_steps" not in by_step:
         raise ValueError(f"{path}: no train/agent_steps scalar (not a pictura PPO run?)")
     steps = by_step.pop("train/agent_steps")
@@ -70,10 +73,12 @@ def read_training_scalars(path: str | Path) -> dict[str, list[tuple[float, float
     }
 
 
-def plot_training(runs: dict[str, dict[str, list[tuple[float, float]]]], path: str | Path):
-    """One panel per `TRAINING_SCALARS` entry against agent-steps trained, one line per run."""
-    fig, axes = _panels(len(TRAINING_SCALARS))
-    for ax, tag in zip(axes, TRAINING_SCALARS, strict=True):
+def plot_training(
+    runs: dict[str, dict[str, list[tuple[float, float]]]], path: str | Path, tags: tuple[str, ...] = TRAINING_SCALARS
+):
+    """One panel per tag against agent-steps trained, one line per run."""
+    fig, axes = _panels(len(tags))
+    for ax, tag in zip(axes, tags, strict=True):
         for name, scalars in runs.items():
             points = scalars.get(tag, [])
             ax.plot([x / 1e6 for x, _ in points], [y for _, y in points], marker=".", label=name)
@@ -90,7 +95,8 @@ def _panels(count: int):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, count, figsize=(3.4 * count, 2.9))
+    fig, axes = plt.subplots(1, count, figsize=(3.4 * count, 2.9), squeeze=False)
+    axes = axes[0]
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.2, top=0.86, wspace=0.35)
     return fig, axes
 
@@ -192,12 +198,25 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("runs", nargs="+", metavar="[NAME=]RUN", help="run folder (or its density_sweep.jsonl)")
     p.add_argument("--out", required=True, help="PNG to write")
     p.add_argument("--training", action="store_true", help="plot the training scalars of the runs' TensorBoard logs")
+    p.add_argument("--scalars", help="with --training: comma-separated scalar tags, one panel each "
+                   f"(default {','.join(TRAINING_SCALARS)})")
     from pictura.eval.report import SWEEP_ACTIONS
 
     p.add_argument("--actions", choices=SWEEP_ACTIONS, default="argmax",
                    help="which sweeps of a run folder: argmax (default) or sampled actions")
     args = p.parse_args(argv)
-    read = read_training_scalars if args.training else functools.partial(read_sweeps, actions=args.actions)
+    tags = TRAINING_SCALARS
+    if args.scalars is not None:
+        if not args.training:
+            p.error("--scalars needs --training")
+        tags = tuple(t.strip() for t in args.scalars.split(",") if t.strip())
+        if not tags:
+            p.error("--scalars: no tag given")
+    read = (
+        functools.partial(read_training_scalars, tags=tags)
+        if args.training
+        else functools.partial(read_sweeps, actions=args.actions)
+    )
     runs: dict = {}
     for spec in args.runs:
         name, _, path = spec.rpartition("=")
@@ -208,10 +227,14 @@ def main(argv: list[str] | None = None) -> None:
             runs[name] = read(path)
         except (FileNotFoundError, ValueError) as err:
             p.error(str(err))
+        # tags asked for by name must be there (the default panels tolerate older logs)
+        missing = [t for t in tags if args.scalars is not None and t not in runs[name]]
+        if missing:
+            p.error(f"{path}: no scalar {', '.join(missing)} in its TensorBoard events")
     import matplotlib.pyplot as plt
 
     if args.training:
-        plt.close(plot_training(runs, args.out))
+        plt.close(plot_training(runs, args.out, tags))
         for name, scalars in runs.items():
             reward = scalars.get("train/reward/total", [])
             if reward:

@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from pictura.modules.alberti import AlbertiPolicy
-from pictura.modules.ppo import PPO, PhaseClock, normalize_advantage, ppo_loss, sample_action
+from pictura.modules.ppo import PPO, PhaseClock, normalize_advantage, ppo_loss, sample_action, spread_metrics
 from tests.modules.fake_env import FakeDrivingEnv, FakeRig
 
 TINY_POLICY = dict(
@@ -67,6 +67,23 @@ def test_masked_entries_change_no_loss():
 def test_normalize_advantage_zero_mean_unit_std():
     a = normalize_advantage(torch.tensor([1.0, 2.0, 3.0, 10.0]))
     assert abs(float(a.mean())) < 1e-6 and abs(float(a.std()) - 1) < 1e-5
+
+
+def test_spread_metrics_match_numpy():
+    g = np.random.default_rng(3)
+    adv = g.standard_t(2, 5000).astype(np.float32)  # heavy tails: the p99 and max differ
+    ret = g.normal(-3.0, 4.0, 5000).astype(np.float32)
+    value = (ret + g.normal(0.0, 0.5, 5000)).astype(np.float32)
+    out = spread_metrics(torch.from_numpy(adv), torch.from_numpy(ret), torch.from_numpy(value))
+    mag = np.abs(adv.astype(np.float64))
+    for p in (50, 90, 99):
+        np.testing.assert_allclose(float(out[f"train/advantage/abs_p{p}"]), np.quantile(mag, p / 100), rtol=1e-5)
+    assert float(out["train/advantage/abs_max"]) == mag.max()
+    np.testing.assert_allclose(float(out["train/return/mean"]), ret.astype(np.float64).mean(), rtol=1e-5)
+    np.testing.assert_allclose(float(out["train/return/std"]), ret.astype(np.float64).std(ddof=1), rtol=1e-5)
+    rms = np.sqrt(((value.astype(np.float64) - ret) ** 2).mean())
+    np.testing.assert_allclose(float(out["train/value/rms_error"]), rms, rtol=1e-5)
+    assert spread_metrics(torch.zeros(0), torch.zeros(0), torch.zeros(0)) == {}
 
 
 def test_sample_action_logprob_and_distribution():

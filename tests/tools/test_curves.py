@@ -78,6 +78,15 @@ def test_training_scalars_from_tensorboard_events(tmp_path, capsys):
     assert (tmp_path / "t.png").stat().st_size > 0
     with pytest.raises(FileNotFoundError, match="no TensorBoard event files"):
         read_training_scalars(tmp_path / "missing")
+    # --scalars: any logged tags, one panel each; a tag the run lacks is named
+    main(["--training", "--scalars", "train/loss/entropy", f"fp32={run}", "--out", str(tmp_path / "e.png")])
+    assert (tmp_path / "e.png").stat().st_size > 0
+    assert [round(y, 6) for _, y in read_training_scalars(run, ("train/loss/entropy",))["train/loss/entropy"]] == [
+        2.4, 2.3, 2.2
+    ]
+    with pytest.raises(SystemExit):
+        main(["--training", "--scalars", "train/grad_norm", f"fp32={run}", "--out", str(tmp_path / "g.png")])
+    assert "no scalar train/grad_norm" in capsys.readouterr().err
 
 
 def test_at_fault_panel_shows_the_share_on_halted_wrecks(tmp_path):
