@@ -1,6 +1,7 @@
-"""Generalized advantage estimation and Gigaflow's advantage filter.
+"""Generalized advantage estimation, Gigaflow's advantage filter and the optional running
+normalisation of the value targets.
 
-Both run on the device over a whole rollout, with no host synchronisation.
+All run on the device over a whole rollout, with no host synchronisation.
 """
 
 from __future__ import annotations
@@ -93,3 +94,61 @@ class AdvantageFilter(nn.Module):
         self.max_abs_ema.copy_(ema)
         self.initialised.fill_(True)
         return valid & (advantage.abs() >= self.threshold * ema)
+
+
+class ReturnNormalizer(nn.Module):
+    """Running mean and spread of the value targets, for a value head that predicts them
+    normalised (`PPO` with ``value_normalization``; not part of Table 5).
+
+    Per rollout, over its valid transitions: ``mean <- (1 - c) mean + c batch_mean`` and the
+    same for the mean square, with ``c = ema_coef``; the first rollout initialises both. The
+    spread is ``sqrt(mean_sq - mean^2)``, at least ``min_std``. The statistics are buffers, so
+    they are saved in checkpoints. Why: with gamma 0.999 the returns' spread grows ~9x within
+    minutes of training, and the value loss with it, until its gradient dominates the shared
+    trunk's (docs/results.md, eighteenth session).
+
+    Args:
+        ema_coef: EMA coefficient across rollouts (0.25, as the advantage filter's).
+        min_std: floor of the spread (the targets of a constant return stay finite).
+    """
+
+    def __init__(self, ema_coef: float = 0.25, min_std: float = 1e-2):
+        super().__init__()
+        if not 0 < ema_coef <= 1:
+            raise ValueError(f"value normalisation ema_coef must be in (0, 1], got {ema_coef}")
+        if min_std <= 0:
+            raise ValueError(f"value normalisation min_std must be > 0, got {min_std}")
+        self.ema_coef, self.min_std = ema_coef, min_std
+        self.register_buffer("mean", torch.tensor(0.0))
+        self.register_buffer("mean_sq", torch.tensor(1.0))
+        self.register_buffer("initialised", torch.tensor(False))
+
+    def update(self, returns: torch.Tensor, valid: torch.Tensor, reduce=None) -> None:
+        """Fold one rollout's ``returns`` (T, S) over ``valid`` (T, S) bool into the statistics.
+
+        ``reduce``: sums a (3,) tensor across ranks (DDP), so every rank keeps the same
+        statistics. A rollout with no valid transition leaves them as they were.
+        """
+        weight = valid.to(torch.float32)
+        r = returns.to(torch.float32)
+        sums = torch.stack([weight.sum(), (r * weight).sum(), (r * r * weight).sum()])
+        if reduce is not None:
+            sums = reduce(sums)
+        count = sums[0].clamp(min=1.0)
+        batch_mean, batch_sq = sums[1] / count, sums[2] / count
+        c = self.ema_coef
+        mean = torch.where(self.initialised, (1 - c) * self.mean + c * batch_mean, batch_mean)
+        mean_sq = torch.where(self.initialised, (1 - c) * self.mean_sq + c * batch_sq, batch_sq)
+        seen = sums[0] > 0
+        self.mean.copy_(torch.where(seen, mean, self.mean))
+        self.mean_sq.copy_(torch.where(seen, mean_sq, self.mean_sq))
+        self.initialised.copy_(self.initialised | seen)
+
+    def std(self) -> torch.Tensor:
+        return (self.mean_sq - self.mean * self.mean).clamp(min=self.min_std**2).sqrt()
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std()
+
+    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.std() + self.mean

@@ -22,6 +22,7 @@ each minibatch; gradients are averaged by DDP.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -37,7 +38,7 @@ from torchrl.data import Composite
 from torchrl.envs import EnvBase
 
 from pictura.callbacks.density_sweep import DensitySweep
-from pictura.modules.gae import AdvantageFilter, generalized_advantage
+from pictura.modules.gae import AdvantageFilter, ReturnNormalizer, generalized_advantage
 
 RESUME_KEY = "pictura_resume"
 """Checkpoint entry with every rank's env state (`DrivingEnv.save_state`) and RNG states."""
@@ -244,6 +245,10 @@ class PPO(LightningModule):
         learning_rate, betas, eps, weight_decay: AdamW (5e-4, (0.9, 0.999), 1e-8, 0.01).
         max_grad_norm: global gradient-norm clip (0.5).
         advantage_filter: Gigaflow filter on/off; filter_threshold (0.01) and filter_ema (0.25).
+        value_normalization: not in Table 5 (off): the value head predicts the returns
+            normalised by their running mean and spread (`ReturnNormalizer`, EMA coefficient
+            ``value_norm_ema``, 0.25); its output is mapped back for GAE, so advantages keep
+            their units, and the value loss is in normalised units.
         store_images: keep the rollout's pixels instead of re-rendering (small runs only).
         compile_policy: run the policy through ``torch.compile`` (GPU runs: a one-off compile
             of a minute or so buys a faster forward and backward; off on CPU demos).
@@ -274,6 +279,8 @@ class PPO(LightningModule):
         advantage_filter: bool = True,
         filter_threshold: float = 0.01,
         filter_ema: float = 0.25,
+        value_normalization: bool = False,
+        value_norm_ema: float = 0.25,
         store_images: bool = False,
         max_iterations: int | None = None,
         compile_policy: bool = False,
@@ -294,6 +301,8 @@ class PPO(LightningModule):
         self.automatic_optimization = False
         self.env_factory, self.policy_factory = env, policy
         self.filter = AdvantageFilter(filter_threshold, filter_ema)
+        # only when on, so checkpoints of runs without it keep their state_dict keys
+        self.return_norm = ReturnNormalizer(value_norm_ema) if value_normalization else None
         self.register_buffer("iteration", torch.tensor(0, dtype=torch.int64))
         # valid agent-steps collected so far, summed over ranks (learning curves' x axis)
         self.register_buffer("trained_agent_steps", torch.tensor(0, dtype=torch.int64))
@@ -545,7 +554,7 @@ class PPO(LightningModule):
                 buf["pixels"][t] = obs["pixels"]
             logits, value = self.policy_forward(obs)
             action, logprob = sample_action(logits)
-            buf["action"][t], buf["logprob"][t], buf["value"][t] = action, logprob, value.float()
+            buf["action"][t], buf["logprob"][t], buf["value"][t] = action, logprob, self.state_value(value)
             buf["valid"][t] = td["valid"]
             clock.stop("rollout_policy")
 
@@ -569,7 +578,7 @@ class PPO(LightningModule):
 
         clock.start("rollout_policy")
         # V(o_{t+1}) for every step: the next step's value, and the final observation's.
-        final_value = self.policy_forward(td["observation"])[1].float()
+        final_value = self.state_value(self.policy_forward(td["observation"])[1])
         buf["next_value"][:-1] = buf["value"][1:]
         buf["next_value"][-1] = final_value
         env.phase_clock = None
@@ -589,8 +598,27 @@ class PPO(LightningModule):
         for piece in torch.split(index, self.chunk_local) if index.numel() else ():
             padded, _ = pad_to_bucket(piece, self.batch_bucket)
             obs = self.env.observation_from_record(final, padded // S, padded % S)
-            values.view(-1)[piece] = self.policy_forward(obs)[1].float()[: piece.numel()]
+            values.view(-1)[piece] = self.state_value(self.policy_forward(obs)[1])[: piece.numel()]
         return values
+
+    def state_value(self, head: torch.Tensor) -> torch.Tensor:
+        """V(o) in reward units from the value head's output (float32): the output itself, or
+        mapped back from the normalised targets with ``value_normalization``."""
+        value = head.float()
+        return value if self.return_norm is None else self.return_norm.denormalize(value)
+
+    def value_targets(self, returns: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """What the value head regresses on: the returns, or with ``value_normalization`` the
+        returns normalised by the running statistics once this rollout is folded in (the
+        rollout's own values were mapped back with the statistics before it)."""
+        if self.return_norm is None:
+            return returns
+        reduce = None
+        trainer = self._trainer  # None outside a Trainer (tests)
+        if trainer is not None and trainer.world_size > 1:
+            reduce = functools.partial(trainer.strategy.reduce, reduce_op="sum")
+        self.return_norm.update(returns, valid, reduce)
+        return self.return_norm.normalize(returns)
 
     def advantages(self, buf: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """GAE + advantage filter -> (advantage (T, S), returns (T, S), keep (T, S) bool)."""
@@ -655,12 +683,13 @@ class PPO(LightningModule):
 
         # 2-3. advantages, filter
         advantage, returns, keep = self.advantages(buf)
+        targets = self.value_targets(returns, buf["valid"])
         T, S = keep.shape
         kept = keep.reshape(-1).nonzero().squeeze(-1)  # one host sync per iteration
         num_minibatches, minibatch_total = self.minibatch_plan(kept.numel())
 
         # 4. update epochs over shuffled minibatches; each re-renders its pixels
-        flat_adv, flat_ret = advantage.reshape(-1), returns.reshape(-1)
+        flat_adv, flat_ret = advantage.reshape(-1), targets.reshape(-1)
         flat_act, flat_logp = buf["action"].reshape(-1), buf["logprob"].reshape(-1)
         sums: dict[str, torch.Tensor] = {}
         for _epoch in range(h.update_epochs):
@@ -739,6 +768,9 @@ class PPO(LightningModule):
         metrics["train/advantage_filter/kept_fraction"] = keep.sum() / steps
         metrics["train/advantage_filter/max_abs_ema"] = self.filter.max_abs_ema.clone()
         metrics.update(spread_metrics(advantage[valid], ret, value))
+        if self.return_norm is not None:
+            metrics["train/value/norm_mean"] = self.return_norm.mean.clone()
+            metrics["train/value/norm_std"] = self.return_norm.std()
         metrics["train/reward/total"] = (buf["reward"] * valid).sum() / steps
         for term, total in self.rollout_stats["reward"].items():
             metrics[f"train/reward/{term}"] = total / steps

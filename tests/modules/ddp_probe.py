@@ -49,4 +49,6 @@ class SaveRankWeights(Callback):
         torch.save(weights, _probe_dir() / f"weights_rank{rank}.pt")
         info = {"num_slots": pl_module.env.num_slots, "global_step": trainer.global_step,
                 "iteration": int(pl_module.iteration)}
+        if pl_module.return_norm is not None:
+            info["return_norm"] = [float(pl_module.return_norm.mean), float(pl_module.return_norm.std())]
         (_probe_dir() / f"rank{rank}.json").write_text(json.dumps(info))

@@ -233,3 +233,23 @@ def test_resume_reproduces_the_uninterrupted_next_iteration(first_run):
     reseeded = _IterationScalars()
     _fit(config, "reseeded", reseeded, ckpt_path=fresh_worlds)
     assert reseeded.seen[3]["train/reward/total"] != straight.seen[3]["train/reward/total"]
+
+
+def test_value_normalization_trains_logs_and_refuses_a_checkpoint_without_it(first_run):
+    """The option runs an iteration, logs its statistics, and saves them with the weights; a
+    checkpoint of a run without it does not fit a config with it (the error names them)."""
+    root, config, _ = first_run
+    cli = run_lightning_cli([
+        "fit", "-c", str(config), "--model.init_args.value_normalization=true",
+        "--trainer.logger.init_args.version=vn",
+    ])
+    assert float(cli.model.return_norm.std()) > 0 and bool(cli.model.return_norm.initialised)
+    assert "train/value/norm_std" in cli.trainer.callback_metrics
+    saved = torch.load(root / "tiny" / "vn" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+    assert "return_norm.mean" in saved["state_dict"] and "return_norm.mean_sq" in saved["state_dict"]
+    with pytest.raises(ValueError, match=r"does not fit this config.*missing return_norm"):
+        run_lightning_cli([
+            "fit", "-c", str(config), "--model.init_args.value_normalization=true",
+            "--model.init_args.max_iterations=2", "--trainer.logger.init_args.version=vn2",
+            f"--ckpt_path={root / 'tiny' / 'v0' / 'checkpoints' / 'last.ckpt'}",
+        ])

@@ -33,6 +33,7 @@ def _fit_ddp(root: Path, probe: Path, *extra: str) -> None:
         "--model.class_path=tests.modules.ddp_probe.RecordingPPO",
         "--model.init_args.env.init_args.num_worlds=4",
         "--model.init_args.chunk_size=4",  # several pieces per minibatch, a different count per rank
+        "--model.init_args.value_normalization=true",  # one more collective: the return statistics
         "--trainer.callbacks+=tests.modules.ddp_probe.SaveRankWeights",
         *extra,
     ]
@@ -71,6 +72,13 @@ def test_each_rank_builds_half_the_worlds_and_steps_equally(ddp_run):
     ranks = [json.loads((ddp_run / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [r["num_slots"] for r in ranks] == [2 * 4, 2 * 4]  # 4 global worlds x 4 slots, halved
     assert ranks[0]["global_step"] == ranks[1]["global_step"] >= 2 * ITERATIONS
+
+
+def test_ranks_share_the_return_statistics(ddp_run):
+    """Each rank saw other worlds, yet both normalise their value targets by the same running
+    statistics: the sums are reduced across ranks."""
+    stats = [json.loads((ddp_run / f"rank{r}.json").read_text())["return_norm"] for r in (0, 1)]
+    assert stats[0] == stats[1] and stats[0][1] > 0
 
 
 def test_ranks_end_with_identical_weights_that_trained(ddp_run):

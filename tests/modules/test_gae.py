@@ -1,9 +1,10 @@
 """GAE and the advantage filter against plain NumPy loops."""
 
 import numpy as np
+import pytest
 import torch
 
-from pictura.modules.gae import AdvantageFilter, generalized_advantage
+from pictura.modules.gae import AdvantageFilter, ReturnNormalizer, generalized_advantage
 
 
 def gae_reference(reward, value, next_value, terminated, truncated, next_valid, gamma, lam, truncated_value=None):
@@ -94,3 +95,37 @@ def test_advantage_filter_matches_reference_ema_over_rollouts():
     restored = AdvantageFilter(threshold=0.3, ema_coef=0.25)
     restored.load_state_dict(filt.state_dict())
     assert float(restored.max_abs_ema) == float(filt.max_abs_ema) and bool(restored.initialised)
+
+
+def test_return_normalizer_matches_reference_ema_over_rollouts():
+    rng = np.random.default_rng(5)
+    norm = ReturnNormalizer(ema_coef=0.25)
+    mean = mean_sq = None
+    for k in range(4):
+        ret = rng.normal(loc=rng.uniform(-5, 5), scale=rng.uniform(0.5, 8), size=(6, 9))
+        valid = rng.random((6, 9)) > 0.2
+        if k == 2:
+            valid[:] = False  # a rollout with nothing valid leaves the statistics alone
+        ret[~valid] = 1e6  # invalid transitions must not move them
+        if valid.any():
+            bm, bs = ret[valid].mean(), (ret[valid] ** 2).mean()
+            mean = bm if mean is None else 0.75 * mean + 0.25 * bm
+            mean_sq = bs if mean_sq is None else 0.75 * mean_sq + 0.25 * bs
+        norm.update(torch.tensor(ret, dtype=torch.float32), torch.tensor(valid))
+        np.testing.assert_allclose(float(norm.mean), mean, rtol=1e-5)
+        np.testing.assert_allclose(float(norm.std()), np.sqrt(mean_sq - mean**2), rtol=1e-4)
+    x = torch.tensor([-3.0, 0.0, 7.5])
+    expected = (x.numpy() - mean) / np.sqrt(mean_sq - mean**2)
+    np.testing.assert_allclose(norm.normalize(x).numpy(), expected, rtol=1e-4)
+    torch.testing.assert_close(norm.denormalize(norm.normalize(x)), x)
+    restored = ReturnNormalizer()
+    restored.load_state_dict(norm.state_dict())  # buffers: they travel with checkpoints
+    assert float(restored.std()) == float(norm.std()) and bool(restored.initialised)
+    with pytest.raises(ValueError, match="ema_coef"):
+        ReturnNormalizer(ema_coef=0.0)
+    with pytest.raises(ValueError, match="min_std"):
+        ReturnNormalizer(min_std=0.0)
+    # a constant return keeps finite targets (the spread's floor)
+    flat = ReturnNormalizer()
+    flat.update(torch.full((3, 3), 2.0), torch.ones(3, 3, dtype=torch.bool))
+    assert torch.isfinite(flat.normalize(torch.tensor([2.0, 3.0]))).all()

@@ -153,6 +153,31 @@ def test_truncated_transitions_bootstrap_from_the_pre_reset_observation():
     torch.testing.assert_close(adv[t, s], expected)
 
 
+def test_value_normalization_maps_the_head_back_and_regresses_on_normalised_targets():
+    model = _module(advantage_filter=False, value_normalization=True)
+    norm = model.return_norm
+    norm.mean.fill_(2.0)
+    norm.mean_sq.fill_(13.0)  # spread 3
+    norm.initialised.fill_(True)
+    head = torch.tensor([-1.0, 0.0, 0.5])
+    torch.testing.assert_close(model.state_value(head), torch.tensor([-1.0, 2.0, 3.5]))
+    buf = model.collect_rollout(PhaseClock(torch.device("cpu")))
+    # the rollout's values are the policy's head mapped back: replay the first step's observation
+    obs = model.minibatch_observation(buf, torch.zeros(buf["valid"].shape[1], dtype=torch.long),
+                                      torch.arange(buf["valid"].shape[1]))
+    with torch.no_grad():
+        expected = model.policy(obs)[1].float() * 3.0 + 2.0
+    torch.testing.assert_close(buf["value"][0], expected, rtol=1e-5, atol=1e-5)
+    _, returns, _ = model.advantages(buf)
+    valid = buf["valid"]
+    targets = model.value_targets(returns, valid)
+    r = returns[valid].double()
+    mean = 0.75 * 2.0 + 0.25 * r.mean()
+    mean_sq = 0.75 * 13.0 + 0.25 * (r * r).mean()
+    torch.testing.assert_close(targets[valid].double(), (r - mean) / (mean_sq - mean**2).sqrt(), rtol=1e-4, atol=1e-5)
+    assert _module().return_norm is None  # Table 5: off, and no extra checkpoint keys
+
+
 def test_invalid_slots_do_not_change_advantages_of_valid_ones():
     model = _module(advantage_filter=True)
     buf = model.collect_rollout(PhaseClock(torch.device("cpu")))
