@@ -103,9 +103,9 @@ class ReturnNormalizer(nn.Module):
     Per rollout, over its valid transitions: ``mean <- (1 - c) mean + c batch_mean`` and the
     same for the mean square, with ``c = ema_coef``; the first rollout initialises both. The
     spread is ``sqrt(mean_sq - mean^2)``, at least ``min_std``. The statistics are buffers, so
-    they are saved in checkpoints. Why: with gamma 0.999 the returns' spread grows ~9x within
-    minutes of training, and the value loss with it, until its gradient dominates the shared
-    trunk's (docs/results.md, eighteenth session).
+    they are saved in checkpoints. Why: with gamma 0.999 the returns' spread grew ~9x within
+    minutes of training, and the value loss and the gradient norm with it, so the value
+    regression likely steers the shared trunk (docs/results.md, eighteenth session).
 
     Args:
         ema_coef: EMA coefficient across rollouts (0.25, as the advantage filter's).
