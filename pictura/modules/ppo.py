@@ -297,6 +297,22 @@ class PPO(LightningModule):
                 raise ValueError(f"{name} must be >= 1, got {value}")
         if not 0 <= gamma <= 1 or not 0 <= gae_lambda <= 1:
             raise ValueError(f"gamma and gae_lambda must be in [0, 1], got {gamma} and {gae_lambda}")
+        # written so that NaN fails every rule
+        for name, value, holds, rule in (
+            ("clip_coef", clip_coef, clip_coef > 0, "> 0"),
+            ("vf_coef", vf_coef, vf_coef >= 0, ">= 0"),
+            ("ent_coef", ent_coef, math.isfinite(ent_coef), "finite"),
+            ("learning_rate", learning_rate, learning_rate > 0, "> 0"),
+            ("betas", betas, len(betas) == 2 and all(0 <= b < 1 for b in betas), "two values in [0, 1)"),
+            ("eps", eps, eps > 0, "> 0"),
+            ("weight_decay", weight_decay, weight_decay >= 0, ">= 0"),
+            ("max_grad_norm", max_grad_norm, max_grad_norm > 0, "> 0"),
+            ("filter_threshold", filter_threshold, filter_threshold >= 0, ">= 0"),
+            ("filter_ema", filter_ema, 0 < filter_ema <= 1, "in (0, 1]"),
+            ("value_norm_ema", value_norm_ema, 0 < value_norm_ema <= 1, "in (0, 1]"),
+        ):
+            if not holds or (isinstance(value, float) and not math.isfinite(value)):
+                raise ValueError(f"{name} must be {rule}, got {value}")
         self.save_hyperparameters()  # under LightningCLI: the whole model config, so ckpt_path resumes parse
         self.automatic_optimization = False
         self.env_factory, self.policy_factory = env, policy

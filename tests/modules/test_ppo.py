@@ -1,6 +1,7 @@
 """PPO pieces: the loss against a hand computation, masking, re-rendering, the iteration loop."""
 
 import numpy as np
+import pytest
 import torch
 
 from pictura.modules.alberti import AlbertiPolicy
@@ -176,6 +177,34 @@ def test_value_normalization_maps_the_head_back_and_regresses_on_normalised_targ
     mean_sq = 0.75 * 13.0 + 0.25 * (r * r).mean()
     torch.testing.assert_close(targets[valid].double(), (r - mean) / (mean_sq - mean**2).sqrt(), rtol=1e-4, atol=1e-5)
     assert _module().return_norm is None  # Table 5: off, and no extra checkpoint keys
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"minibatch_size": 0}, "minibatch_size must be >= 1"),
+        ({"update_epochs": 0}, "update_epochs must be >= 1"),
+        ({"rollout_steps": 0}, "rollout_steps must be >= 1"),
+        ({"chunk_size": 0}, "chunk_size must be >= 1"),
+        ({"max_iterations": 0}, "max_iterations must be >= 1"),
+        ({"gamma": 1.5}, "gamma and gae_lambda"),
+        ({"clip_coef": 0.0}, "clip_coef must be > 0"),
+        ({"vf_coef": -0.5}, "vf_coef must be >= 0"),
+        ({"ent_coef": float("nan")}, "ent_coef must be finite"),
+        ({"learning_rate": 0.0}, "learning_rate must be > 0"),
+        ({"learning_rate": float("inf")}, "learning_rate must be > 0"),
+        ({"betas": (0.9, 1.0)}, r"betas must be two values in \[0, 1\)"),
+        ({"eps": 0.0}, "eps must be > 0"),
+        ({"weight_decay": -0.01}, "weight_decay must be >= 0"),
+        ({"max_grad_norm": float("nan")}, "max_grad_norm must be > 0"),
+        ({"filter_threshold": -0.01}, "filter_threshold must be >= 0"),
+        ({"filter_ema": 0.0}, r"filter_ema must be in \(0, 1\]"),
+        ({"value_norm_ema": 1.5}, r"value_norm_ema must be in \(0, 1\]"),
+    ],
+)
+def test_impossible_hyperparameters_raise_naming_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        PPO(env=None, policy=None, **kwargs)
 
 
 def test_invalid_slots_do_not_change_advantages_of_valid_ones():
