@@ -32,3 +32,16 @@ def test_fit_resume_and_validate_on_cuda(tmp_path):
     validated = run_lightning_cli(["validate", "-c", str(config), "--trainer.accelerator=gpu",
                                    "--trainer.logger.init_args.version=validate", f"--ckpt_path={ckpt}"])
     assert "val/eval/4/goals" in validated.trainer.callback_metrics
+
+
+def test_value_normalization_trains_on_cuda(tmp_path):
+    """The opt-in value normalisation through a bf16 fit on the GPU: finite statistics, logged,
+    and the new scale scalars alongside."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(CONFIG.format(root=tmp_path))
+    cli = run_lightning_cli(["fit", "-c", str(config), "--trainer.accelerator=gpu", "--trainer.precision=bf16-mixed",
+                             "--model.init_args.value_normalization=true"])
+    metrics = cli.trainer.callback_metrics
+    assert torch.isfinite(cli.model.return_norm.std()) and bool(cli.model.return_norm.initialised)
+    for tag in ("train/value/norm_std", "train/grad_norm", "train/advantage/abs_p99", "train/return/std"):
+        assert torch.isfinite(metrics[tag]), tag
