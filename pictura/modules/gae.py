@@ -56,6 +56,12 @@ def generalized_advantage(
     return advantage, advantage + value
 
 
+def rollout_ema(running: torch.Tensor, value: torch.Tensor, initialised: torch.Tensor, coef: float) -> torch.Tensor:
+    """One step of an EMA across rollouts, ``(1 - coef) running + coef value``; the first
+    rollout (``initialised`` False) sets it to ``value``. No host synchronisation."""
+    return torch.where(initialised, (1 - coef) * running + coef * value, value)
+
+
 class AdvantageFilter(nn.Module):
     """Gigaflow's advantage filter: keep transitions with |A| >= threshold * EMA(max |A|).
 
@@ -88,9 +94,7 @@ class AdvantageFilter(nn.Module):
         if max_abs is None:
             max_abs = torch.where(valid, advantage.abs(), torch.zeros_like(advantage)).max()
         max_abs = max_abs.to(self.max_abs_ema.dtype)
-        ema = torch.where(
-            self.initialised, (1 - self.ema_coef) * self.max_abs_ema + self.ema_coef * max_abs, max_abs
-        )
+        ema = rollout_ema(self.max_abs_ema, max_abs, self.initialised, self.ema_coef)
         self.max_abs_ema.copy_(ema)
         self.initialised.fill_(True)
         return valid & (advantage.abs() >= self.threshold * ema)
@@ -136,9 +140,8 @@ class ReturnNormalizer(nn.Module):
             sums = reduce(sums)
         count = sums[0].clamp(min=1.0)
         batch_mean, batch_sq = sums[1] / count, sums[2] / count
-        c = self.ema_coef
-        mean = torch.where(self.initialised, (1 - c) * self.mean + c * batch_mean, batch_mean)
-        mean_sq = torch.where(self.initialised, (1 - c) * self.mean_sq + c * batch_sq, batch_sq)
+        mean = rollout_ema(self.mean, batch_mean, self.initialised, self.ema_coef)
+        mean_sq = rollout_ema(self.mean_sq, batch_sq, self.initialised, self.ema_coef)
         seen = sums[0] > 0
         self.mean.copy_(torch.where(seen, mean, self.mean))
         self.mean_sq.copy_(torch.where(seen, mean_sq, self.mean_sq))
