@@ -708,6 +708,7 @@ class PPO(LightningModule):
         flat_adv, flat_ret = advantage.reshape(-1), targets.reshape(-1)
         flat_act, flat_logp = buf["action"].reshape(-1), buf["logprob"].reshape(-1)
         sums: dict[str, torch.Tensor] = {}
+        grad_norms: list[torch.Tensor] = []  # one per gradient step, before the clip
         for _epoch in range(h.update_epochs):
             order = kept[torch.randperm(kept.numel(), device=kept.device)]
             for mb, total in zip(torch.tensor_split(order, num_minibatches), minibatch_total, strict=True):
@@ -743,11 +744,9 @@ class PPO(LightningModule):
                     clock.stop("update_optim")
                 clock.start("update_optim")
                 # the norm before clipping: how far the clip shrinks each step (no host sync)
-                grad_norm = torch.nn.utils.get_total_norm(
-                    [p.grad for p in self.policy.parameters() if p.grad is not None]
+                grad_norms.append(
+                    torch.nn.utils.get_total_norm([p.grad for p in self.policy.parameters() if p.grad is not None])
                 )
-                sums["grad_norm"] = sums.get("grad_norm", 0) + grad_norm.detach()
-                sums["grad_steps"] = sums.get("grad_steps", 0) + 1
                 self.clip_gradients(optimizer, gradient_clip_val=h.max_grad_norm, gradient_clip_algorithm="norm")
                 optimizer.step()
                 clock.stop("update_optim")
@@ -756,23 +755,24 @@ class PPO(LightningModule):
         self.iteration += 1
 
         # 5. logging (one sync)
-        self.log_iteration(buf, advantage, returns, keep, sums, clock, time.perf_counter() - wall, learning_rate)
+        grad_norm = torch.stack(grad_norms).mean() if grad_norms else None
+        self.log_iteration(
+            buf, advantage, returns, keep, sums, grad_norm, clock, time.perf_counter() - wall, learning_rate
+        )
         if h.max_iterations is not None and int(self.iteration) >= h.max_iterations:
             self.trainer.should_stop = True
 
     def log_iteration(
-        self, buf, advantage, returns, keep, sums, clock: PhaseClock, wall_s: float, learning_rate: float
+        self, buf, advantage, returns, keep, sums, grad_norm: torch.Tensor | None, clock: PhaseClock, wall_s: float,
+        learning_rate: float,
     ) -> None:
         h = self.hparams
         valid = buf["valid"]
         steps = valid.sum().clamp(min=1).float()
         processed = max(float(keep.sum()) * h.update_epochs, 1.0)
-        per_step = ("grad_norm", "grad_steps")  # summed per gradient step, not per transition
-        metrics = {
-            f"train/loss/{k}": v / processed for k, v in sums.items() if k not in ("approx_kl", "clip_fraction", *per_step)
-        }
-        if sums.get("grad_steps"):
-            metrics["train/grad_norm"] = sums["grad_norm"] / sums["grad_steps"]
+        metrics = {f"train/loss/{k}": v / processed for k, v in sums.items() if k not in ("approx_kl", "clip_fraction")}
+        if grad_norm is not None:
+            metrics["train/grad_norm"] = grad_norm.detach()
         metrics["train/approx_kl"] = sums.get("approx_kl", torch.tensor(0.0)) / processed
         metrics["train/clip_fraction"] = sums.get("clip_fraction", torch.tensor(0.0)) / processed
         value = buf["value"][valid]
