@@ -107,6 +107,29 @@ SPREAD_QUANTILES = (0.5, 0.9, 0.99)
 """Quantiles of |A| that `spread_metrics` logs (besides the maximum)."""
 
 
+def loss_term_grad_norms(
+    losses: dict[str, torch.Tensor], parameters, vf_coef: float, ent_coef: float
+) -> dict[str, torch.Tensor]:
+    """The gradient norm of each weighted term of `ppo_loss`'s ``total`` with respect to
+    ``parameters``: ``policy``, ``value`` (``vf_coef`` x value loss) and ``entropy``
+    (``-ent_coef`` x entropy). What they show: which term steers the shared trunk, e.g. a value
+    regression whose gradient outgrows the policy's. Gradients are returned, not accumulated into
+    ``.grad``, so the update's own backward is unaffected."""
+    params = [p for p in parameters if p.requires_grad]
+    terms = {
+        "policy": losses["policy"], "value": vf_coef * losses["value"], "entropy": -ent_coef * losses["entropy"],
+    }  # fmt: skip
+    norms = {}
+    for i, (name, term) in enumerate(terms.items()):
+        if not term.requires_grad:  # e.g. a zero coefficient folded away: no gradient at all
+            norms[name] = torch.zeros((), device=term.device)
+            continue
+        grads = torch.autograd.grad(term, params, retain_graph=i < len(terms) - 1, allow_unused=True)
+        present = [g for g in grads if g is not None]
+        norms[name] = torch.nn.utils.get_total_norm(present) if present else torch.zeros((), device=term.device)
+    return norms
+
+
 def spread_metrics(advantage: torch.Tensor, returns: torch.Tensor, value: torch.Tensor) -> dict[str, torch.Tensor]:
     """Scale diagnostics of a rollout's valid transitions (1-D tensors of equal length): |A| at
     `SPREAD_QUANTILES` and its maximum, the spread of the value targets and the value
@@ -709,6 +732,7 @@ class PPO(LightningModule):
         flat_act, flat_logp = buf["action"].reshape(-1), buf["logprob"].reshape(-1)
         sums: dict[str, torch.Tensor] = {}
         grad_norms: list[torch.Tensor] = []  # one per gradient step, before the clip
+        term_norms: dict[str, torch.Tensor] | None = None  # per loss term, on this rank's first piece
         for _epoch in range(h.update_epochs):
             order = kept[torch.randperm(kept.numel(), device=kept.device)]
             for mb, total in zip(torch.tensor_split(order, num_minibatches), minibatch_total, strict=True):
@@ -727,11 +751,16 @@ class PPO(LightningModule):
                     obs = self.minibatch_observation(buf, idx // S, idx % S)
                     clock.stop("update_render")
                     clock.start("update_optim")
+                    batch = (
+                        flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx], real,
+                        h.clip_coef, h.vf_coef, h.ent_coef,
+                    )  # fmt: skip
+                    if term_norms is None:  # a separate eager forward: the update's graph stays as it is
+                        term_norms = loss_term_grad_norms(
+                            ppo_loss(*self.policy(obs), *batch), self.policy.parameters(), h.vf_coef, h.ent_coef
+                        )
                     logits, value = self.policy_forward(obs)
-                    losses = ppo_loss(
-                        logits, value, flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx],
-                        real, h.clip_coef, h.vf_coef, h.ent_coef,
-                    )
+                    losses = ppo_loss(logits, value, *batch)
                     # Pieces are weighted by their share of the global minibatch, so the accumulated
                     # gradient, averaged over ranks by DDP, is the minibatch's mean over all ranks.
                     share = real_piece.numel() * self.trainer.world_size / total
@@ -756,15 +785,17 @@ class PPO(LightningModule):
 
         # 5. logging (one sync)
         grad_norm = torch.stack(grad_norms).mean() if grad_norms else None
+        if grad_norm is not None and term_norms is None:  # no kept transition on this rank: it adds 0
+            term_norms = {k: torch.zeros((), device=self.device) for k in ("policy", "value", "entropy")}
         self.log_iteration(
-            buf, advantage, returns, keep, sums, grad_norm, clock, time.perf_counter() - wall, learning_rate
+            buf, advantage, returns, keep, sums, grad_norm, term_norms, clock, time.perf_counter() - wall, learning_rate
         )
         if h.max_iterations is not None and int(self.iteration) >= h.max_iterations:
             self.trainer.should_stop = True
 
     def log_iteration(
-        self, buf, advantage, returns, keep, sums, grad_norm: torch.Tensor | None, clock: PhaseClock, wall_s: float,
-        learning_rate: float,
+        self, buf, advantage, returns, keep, sums, grad_norm: torch.Tensor | None,
+        term_norms: dict[str, torch.Tensor] | None, clock: PhaseClock, wall_s: float, learning_rate: float,
     ) -> None:
         h = self.hparams
         valid = buf["valid"]
@@ -773,6 +804,8 @@ class PPO(LightningModule):
         metrics = {f"train/loss/{k}": v / processed for k, v in sums.items() if k not in ("approx_kl", "clip_fraction")}
         if grad_norm is not None:
             metrics["train/grad_norm"] = grad_norm.detach()
+            for term, norm in term_norms.items():
+                metrics[f"train/grad_norm/{term}"] = norm.detach()
         metrics["train/approx_kl"] = sums.get("approx_kl", torch.tensor(0.0)) / processed
         metrics["train/clip_fraction"] = sums.get("clip_fraction", torch.tensor(0.0)) / processed
         value = buf["value"][valid]

@@ -97,7 +97,8 @@ def test_fit_writes_events_checkpoint_and_gif(first_run):
     for tag in ("train/loss/policy", "train/loss/value", "train/loss/entropy", "train/loss/total",
                 "train/approx_kl", "train/clip_fraction", "train/explained_variance",
                 "train/advantage_filter/kept_fraction", "train/reward/goal", "train/learning_rate",
-                "train/grad_norm", "train/advantage/abs_p99", "train/return/std", "train/value/rms_error",
+                "train/grad_norm", "train/grad_norm/policy", "train/grad_norm/value", "train/grad_norm/entropy",
+                "train/advantage/abs_p99", "train/return/std", "train/value/rms_error",
                 "perf/agent_steps_per_s"):
         assert tag in tags, tag
     assert "camera/mosaic" in acc.Tags()["images"]
