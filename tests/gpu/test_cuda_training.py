@@ -36,12 +36,14 @@ def test_fit_resume_and_validate_on_cuda(tmp_path):
 
 def test_value_normalization_trains_on_cuda(tmp_path):
     """The opt-in value normalisation through a bf16 fit on the GPU: finite statistics, logged,
-    and the new scale scalars alongside."""
+    and the new scale scalars alongside (the per-term gradient norms: an eager bf16 forward and
+    torch.autograd.grad on CUDA)."""
     config = tmp_path / "tiny.yaml"
     config.write_text(CONFIG.format(root=tmp_path))
     cli = run_lightning_cli(["fit", "-c", str(config), "--trainer.accelerator=gpu", "--trainer.precision=bf16-mixed",
                              "--model.init_args.value_normalization=true"])
     metrics = cli.trainer.callback_metrics
     assert torch.isfinite(cli.model.return_norm.std()) and bool(cli.model.return_norm.initialised)
-    for tag in ("train/value/norm_std", "train/grad_norm", "train/advantage/abs_p99", "train/return/std"):
+    for tag in ("train/value/norm_std", "train/grad_norm", "train/advantage/abs_p99", "train/return/std",
+                "train/grad_norm/policy", "train/grad_norm/value", "train/grad_norm/entropy"):
         assert torch.isfinite(metrics[tag]), tag
