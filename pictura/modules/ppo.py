@@ -121,7 +121,7 @@ def loss_term_grad_norms(
     }  # fmt: skip
     norms = {}
     for i, (name, term) in enumerate(terms.items()):
-        if not term.requires_grad:  # e.g. a zero coefficient folded away: no gradient at all
+        if not term.requires_grad:  # nothing it depends on is trained (a frozen policy): no gradient
             norms[name] = torch.zeros((), device=term.device)
             continue
         grads = torch.autograd.grad(term, params, retain_graph=i < len(terms) - 1, allow_unused=True)

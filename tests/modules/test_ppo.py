@@ -135,6 +135,9 @@ def test_loss_term_grad_norms_match_closed_form_gradients():
     zero = loss_term_grad_norms(ppo_loss(X @ W, X @ w, action, old_logp, adv, ret, mask, clip, 0.0, ent), [W, w], 0.0, ent)
     assert float(zero["value"]) == 0.0
     np.testing.assert_allclose(float(zero["policy"]), float(norms["policy"]), rtol=1e-6)
+    # nothing trained behind the loss (a frozen policy): every norm is 0, no error
+    frozen = ppo_loss(X @ W.detach(), X @ w.detach(), action, old_logp, adv, ret, mask, clip, vf, ent)
+    assert all(float(v) == 0.0 for v in loss_term_grad_norms(frozen, [W, w], vf, ent).values())
 
 
 def test_sample_action_logprob_and_distribution():
