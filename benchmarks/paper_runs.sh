@@ -2,7 +2,7 @@
 # Short training runs, learning curves, evaluations and probes behind docs/results.md, on a CUDA
 # host. Each part writes a few files into OUT_DIR (checkpoints without optimizer state, so they
 # stay small enough to copy back from a lent GPU host).
-#   bash benchmarks/paper_runs.sh OUT_DIR part [minutes]
+#   bash benchmarks/paper_runs.sh OUT_DIR part [minutes]      (minutes: M or M:SS, e.g. 7:30)
 # parts:
 #   curve_alberti | curve_vectorized | curve_blind   train for [minutes] (configs/learning_curve.yaml,
 #                                       learning_curve_vectorized.yaml: in-domain sweeps with sampled
@@ -19,6 +19,11 @@ set -uo pipefail
 out="${1:?usage: paper_runs.sh OUT_DIR part [minutes]}"
 part="${2:?part}"
 minutes="${3:-7}"
+if [[ ! "$minutes" =~ ^[0-9]+(:[0-5][0-9])?$ ]]; then
+    echo "paper_runs.sh: minutes must be M or M:SS (e.g. 7 or 7:30), got '$minutes'" >&2
+    exit 2
+fi
+max_time="00:00:$(printf %02d "$((10#${minutes%%:*}))"):$([[ "$minutes" == *:* ]] && echo "${minutes#*:}" || echo 00)"
 mkdir -p "$out"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$here"
@@ -39,7 +44,7 @@ fit_for() {  # name precision fit-args...: train for [minutes] into $runs/name, 
     local started=$SECONDS
     python3 -m pictura fit "$@" \
         --trainer.precision="$precision" --model.init_args.compile_policy="${COMPILE:-true}" \
-        --trainer.max_time="00:00:$(printf %02d "$minutes"):00" --trainer.enable_progress_bar=false \
+        --trainer.max_time="$max_time" --trainer.enable_progress_bar=false \
         --trainer.default_root_dir="$runs" --trainer.logger.init_args.save_dir="$runs" \
         --trainer.logger.init_args.name="$name" ${FIT_ARGS:-} > "$out/$name.log" 2>&1
     echo "== $name: exit $? after $((SECONDS - started)) s"
