@@ -202,9 +202,10 @@ class _IterationScalars(Callback):
             trainer.save_checkpoint(self.path)
 
 
-def _fit(config, version: str, callback: _IterationScalars, ckpt_path=None) -> None:
+def _fit(config, version: str, callback: _IterationScalars, ckpt_path=None, extra: tuple[str, ...] = ()) -> None:
     cli = run_lightning_cli(
-        ["fit", "-c", str(config), "--model.init_args.max_iterations=3", f"--trainer.logger.init_args.version={version}"],
+        ["fit", "-c", str(config), "--model.init_args.max_iterations=3", f"--trainer.logger.init_args.version={version}",
+         *extra],
         run=False,
     )
     cli.trainer.callbacks.append(callback)
@@ -234,6 +235,22 @@ def test_resume_reproduces_the_uninterrupted_next_iteration(first_run):
     reseeded = _IterationScalars()
     _fit(config, "reseeded", reseeded, ckpt_path=fresh_worlds)
     assert reseeded.seen[3]["train/reward/total"] != straight.seen[3]["train/reward/total"]
+
+
+def test_resume_with_value_normalization_reproduces_the_next_iteration(first_run):
+    """The learning-curve overlays turn value normalisation on: a resumed run continues its
+    statistics (mean, spread, whether they are initialised) with the uninterrupted run's, so
+    iteration 3 logs the same scalars, the statistics among them."""
+    root, config, _ = first_run
+    mid = root / "iteration2_vn.ckpt"
+    extra = ("--model.init_args.value_normalization=true",)
+    straight = _IterationScalars(save_at=2, path=mid)
+    _fit(config, "vn_straight", straight, extra=extra)
+    resumed = _IterationScalars()
+    _fit(config, "vn_resumed", resumed, ckpt_path=mid, extra=extra)
+    assert sorted(resumed.seen) == [3]
+    assert resumed.seen[3] == straight.seen[3]
+    assert straight.seen[3]["train/value/norm_std"] != straight.seen[1]["train/value/norm_std"]
 
 
 def test_value_normalization_trains_logs_and_refuses_a_checkpoint_without_it(first_run):
