@@ -15,12 +15,16 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from tensordict import TensorDictBase
 from torch import nn
 
 from pictura.sim import NUM_ACTIONS
+
+if TYPE_CHECKING:  # pictura.modules imports the callbacks, which import this module
+    from pictura.modules.gae import ReturnNormalizer
 
 
 def _generator_per_device(seed: int) -> Callable[[torch.device], torch.Generator]:
@@ -117,13 +121,16 @@ def factory(config, what: str) -> Callable:
 
 @dataclass
 class Checkpoint:
-    """A loaded PPO checkpoint: its env and policy factories and the policy's weights."""
+    """A loaded PPO checkpoint: its env and policy factories, the policy's weights and, for a
+    run with ``value_normalization``, its return statistics (``return_norm``: the value head
+    predicts normalised returns, and `ReturnNormalizer.denormalize` maps them back)."""
 
     name: str
     path: Path
     env_factory: Callable
     policy_factory: Callable
     policy_state: dict[str, torch.Tensor]
+    return_norm: ReturnNormalizer | None = None
 
     def build_env(self, **overrides):
         """The checkpoint's env with ``overrides`` (device, seed, maps, num_worlds, ...)."""
@@ -183,10 +190,21 @@ def load_checkpoint(path: str | Path, name: str | None = None) -> Checkpoint:
     state = {k[len("policy."):]: v for k, v in saved["state_dict"].items() if k.startswith("policy.")}
     if not state:
         raise ValueError(f"--ckpt {str(path)!r}: state_dict holds no policy.* weights")
+    norm_state = {k[len("return_norm."):]: v for k, v in saved["state_dict"].items() if k.startswith("return_norm.")}
+    return_norm = None
+    if norm_state:
+        from pictura.modules.gae import ReturnNormalizer
+
+        return_norm = ReturnNormalizer()
+        try:
+            return_norm.load_state_dict(norm_state)
+        except RuntimeError as err:
+            raise ValueError(f"--ckpt {str(path)!r}: its return_norm.* statistics do not load: {err}") from err
     return Checkpoint(
         name=name or path.stem,
         path=path,
         env_factory=factory(hparams["env"], "env"),
         policy_factory=factory(hparams["policy"], "policy"),
         policy_state=state,
+        return_norm=return_norm,
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -42,6 +43,9 @@ from pictura.sim.snapshot import (
     BOX_Z,
 )
 
+if TYPE_CHECKING:
+    from pictura.modules.gae import ReturnNormalizer
+
 BRAKE_ACTIONS = tuple(a for a in range(NUM_ACTIONS) if a // 3 in (0, 1))
 """Actions whose longitudinal jerk is negative (JERK_LONG[a // 3] < 0)."""
 VISIBILITY_BINS = (0.0, 1e-6, 0.25, 0.5, 0.75, 1.0 + 1e-6)
@@ -55,12 +59,15 @@ class ProbedPolicy:
     """A policy whose action distribution and value the probes can read.
 
     ``network(observation) -> (logits (B, 12), value (B,) or (B, 1))``; ``act`` is greedy, or
-    random for the ``random`` baseline.
+    random for the ``random`` baseline. ``return_norm``: the statistics of a run trained with
+    ``value_normalization``; `evaluate` maps its value head back to return units with them, so
+    ``dV`` compares across checkpoints trained with and without it.
     """
 
     name: str
     network: Callable
     sample: Callable | None = None
+    return_norm: ReturnNormalizer | None = None
 
     @staticmethod
     def from_checkpoint(ckpt, env) -> ProbedPolicy:
@@ -68,7 +75,8 @@ class ProbedPolicy:
         network = ckpt.policy_factory(env.observation_spec, NUM_ACTIONS)
         network.load_state_dict(ckpt.policy_state)
         network.to(env.device).eval()
-        return ProbedPolicy(ckpt.name, network)
+        return_norm = None if ckpt.return_norm is None else ckpt.return_norm.to(env.device)
+        return ProbedPolicy(ckpt.name, network, return_norm=return_norm)
 
     @staticmethod
     def baseline(spec: str, seed: int = 0) -> ProbedPolicy:
@@ -105,7 +113,10 @@ class ProbedPolicy:
         """(P(brake) (B,), value (B,)) of a batch of observations."""
         logits, value = self.network(observation)
         probs = torch.softmax(logits.float(), dim=-1)
-        return probs[:, list(BRAKE_ACTIONS)].sum(-1), value.float().reshape(-1)
+        value = value.float().reshape(-1)
+        if self.return_norm is not None:
+            value = self.return_norm.denormalize(value)
+        return probs[:, list(BRAKE_ACTIONS)].sum(-1), value
 
     @torch.no_grad()
     def act(self, observation) -> torch.Tensor:

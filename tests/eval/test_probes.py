@@ -145,3 +145,32 @@ def test_vectorized_policy_is_probed_through_its_entity_sets():
     assert all(r["dV"] in (-1.0, 0.0) for r in records)
     # ... whether the cameras could see it or not: the entity set is privileged
     assert any(r["dV"] == -1.0 and r["visible"] == 0.0 for r in records)
+
+
+def test_a_value_normalised_checkpoint_reports_values_in_return_units(tmp_path):
+    """A run trained with ``value_normalization`` saves its return statistics; the probes map
+    its value head back with them (value x spread + mean), so dV keeps the units of returns."""
+    from pictura.eval.policies import load_checkpoint
+    from tests.tools.test_evaluate import _checkpoint
+
+    plain = _checkpoint(tmp_path / "plain.ckpt", ego_width=7)
+    saved = torch.load(plain, map_location="cpu", weights_only=False)
+    mean, std = 2.0, 3.0
+    saved["state_dict"] |= {
+        "return_norm.mean": torch.tensor(mean), "return_norm.mean_sq": torch.tensor(mean**2 + std**2),
+        "return_norm.initialised": torch.tensor(True),
+    }  # fmt: skip
+    torch.save(saved, tmp_path / "normalised.ckpt")
+    ckpt_plain, ckpt_norm = load_checkpoint(plain), load_checkpoint(tmp_path / "normalised.ckpt")
+    assert ckpt_plain.return_norm is None and ckpt_norm.return_norm is not None
+    env = ckpt_norm.build_env(device="cpu")
+    obs = env.reset()["observation"]
+    brake_plain, value_plain = ProbedPolicy.from_checkpoint(ckpt_plain, env).evaluate(obs)
+    brake_norm, value_norm = ProbedPolicy.from_checkpoint(ckpt_norm, env).evaluate(obs)
+    assert torch.equal(brake_norm, brake_plain)
+    np.testing.assert_allclose(value_norm.numpy(), value_plain.numpy() * std + mean, rtol=1e-6, atol=1e-6)
+
+    del saved["state_dict"]["return_norm.mean_sq"]
+    torch.save(saved, tmp_path / "broken.ckpt")
+    with pytest.raises(ValueError, match="return_norm"):
+        load_checkpoint(tmp_path / "broken.ckpt")
