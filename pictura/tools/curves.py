@@ -12,7 +12,7 @@ in Table 1), the mean over densities against agent-steps trained, one line per r
 table of the first and last evaluation of every run is printed.
 
 ``--training`` plots the training scalars of the runs' TensorBoard event files instead
-(`TRAINING_SCALARS`: mean reward per agent-step, entropy, off-road and goal events per agent-step;
+(`TRAINING_SCALARS`: mean reward per agent-step, entropy, off-road, collision and goal events per agent-step;
 ``--scalars`` picks others, e.g. ``train/grad_norm,train/advantage/abs_p90``) against
 ``train/agent_steps``, e.g. to compare two precisions side by side.
 """
@@ -35,6 +35,7 @@ TRAINING_SCALARS = (
     "train/reward/total",
     "train/loss/entropy",
     "train/event/offroad_per_agent_step",
+    "train/event/collision_per_agent_step",
     "train/event/goal_per_agent_step",
 )
 """Panels of ``--training``, logged by `pictura.modules.PPO` once per iteration."""
