@@ -205,12 +205,16 @@ ATTENTION_CHUNK = 8192
 
 
 class GroupMLP(nn.Module):
-    """2-layer GELU MLP: (B, in_width) -> (B, out_width) (Table 4 "per-group encoder")."""
+    """2-layer GELU MLP: (B, in_width) -> (B, out_width) (Table 4 "per-group encoder").
 
-    def __init__(self, in_width: int, out_width: int = 64):
+    ``norm``: a LayerNorm between the first layer and the GELU, as PufferDrive's entity encoders
+    have (not in Table 4; `VectorizedPolicy`'s ``group_norm``)."""
+
+    def __init__(self, in_width: int, out_width: int = 64, norm: bool = False):
         super().__init__()
         _check_positive(in_width=in_width, group_width=out_width)
-        self.net = nn.Sequential(nn.Linear(in_width, out_width), nn.GELU(), nn.Linear(out_width, out_width))
+        first = [nn.Linear(in_width, out_width)] + ([nn.LayerNorm(out_width)] if norm else [])
+        self.net = nn.Sequential(*first, nn.GELU(), nn.Linear(out_width, out_width))
         self.out_width = out_width
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -246,13 +250,13 @@ class ActorCritic(nn.Module):
         self.num_actions = num_actions
 
     @staticmethod
-    def conditioning_encoder(observation_spec, group_width: int) -> GroupMLP:
+    def conditioning_encoder(observation_spec, group_width: int, norm: bool = False) -> GroupMLP:
         """Conditioning + the 3 goal waypoints -> one group embedding (Table 4)."""
         conditioning = spec_shape(observation_spec, "conditioning")
         if len(conditioning) != 1:
             raise ValueError(f"conditioning must be a flat vector, got {conditioning}")
         goal_width = math.prod(spec_shape(observation_spec, "goals"))
-        return GroupMLP(conditioning[0] + goal_width, group_width)
+        return GroupMLP(conditioning[0] + goal_width, group_width, norm)
 
     @staticmethod
     def conditioning_input(conditioning: torch.Tensor, goals: torch.Tensor) -> torch.Tensor:

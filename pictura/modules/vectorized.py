@@ -42,12 +42,12 @@ def masked_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class SetEncoder(nn.Module):
-    """(B, K, in_width) members + (B, K) bool mask -> (B, out_width): per-member `GroupMLP`,
-    masked max-pool (Table 4 "per-group encoder")."""
+    """(B, K, in_width) members + (B, K) bool mask -> (B, out_width): per-member `GroupMLP`
+    (with ``norm``, a LayerNorm inside it), masked max-pool (Table 4 "per-group encoder")."""
 
-    def __init__(self, in_width: int, out_width: int = 64):
+    def __init__(self, in_width: int, out_width: int = 64, norm: bool = False):
         super().__init__()
-        self.mlp = GroupMLP(in_width, out_width)
+        self.mlp = GroupMLP(in_width, out_width, norm)
         self.in_width, self.out_width = in_width, out_width
 
     def forward(self, members: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -76,6 +76,11 @@ class VectorizedPolicy(ActorCritic):
         backbone_width: expected trunk input; None = ``6 * group_width`` (384). Given, it must
             equal ``6 * group_width`` (a check that the trunk is the one of Table 4).
         trunk_width, trunk_layers: backbone MLP (4 x 512, GELU), the same as `AlbertiPolicy`.
+        group_norm: not in Table 4 (off): a LayerNorm inside each of the six group encoders,
+            between the first layer and the GELU, as PufferDrive's entity encoders have. Why
+            it exists: the vectorized agent's gradient norm runs 4-79 where Alberti's, whose
+            image branch has LayerNorms, runs 1-3, and its collisions do not fall in minutes
+            (docs/results.md, nineteenth session). Whether it helps is not measured yet.
     """
 
     OBSERVATION_KEYS = OBSERVATION_KEYS
@@ -88,6 +93,7 @@ class VectorizedPolicy(ActorCritic):
         backbone_width: int | None = None,
         trunk_width: int = 512,
         trunk_layers: int = 4,
+        group_norm: bool = False,
     ):
         super().__init__()
         _check_positive(num_actions=num_actions, group_width=group_width, trunk_width=trunk_width, trunk_layers=trunk_layers)
@@ -107,12 +113,12 @@ class VectorizedPolicy(ActorCritic):
         if len(aux) != 2 or aux[0] != widths["partners"][0]:
             raise ValueError(f"('observation', 'partners_aux') must be ({widths['partners'][0]}, F), got {aux}")
         self.set_sizes = {key: k for key, (k, _) in widths.items()}
-        self.partners = SetEncoder(widths["partners"][1] + aux[1], group_width)
-        self.lanes = SetEncoder(widths["lanes"][1], group_width)
-        self.boundaries = SetEncoder(widths["boundaries"][1], group_width)
-        self.traffic = SetEncoder(widths["traffic"][1], group_width)
-        self.ego = GroupMLP(ego[0] + ego_aux[0], group_width)
-        self.conditioning = self.conditioning_encoder(observation_spec, group_width)
+        self.partners = SetEncoder(widths["partners"][1] + aux[1], group_width, group_norm)
+        self.lanes = SetEncoder(widths["lanes"][1], group_width, group_norm)
+        self.boundaries = SetEncoder(widths["boundaries"][1], group_width, group_norm)
+        self.traffic = SetEncoder(widths["traffic"][1], group_width, group_norm)
+        self.ego = GroupMLP(ego[0] + ego_aux[0], group_width, group_norm)
+        self.conditioning = self.conditioning_encoder(observation_spec, group_width, group_norm)
         self.build_trunk(groups * group_width, trunk_width, trunk_layers, num_actions)
 
     def forward_tensors(

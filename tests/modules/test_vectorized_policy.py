@@ -86,10 +86,11 @@ def test_forward_shapes_and_entry_or_root():
     assert torch.equal(logits, logits2) and torch.equal(value, value2)
 
 
-def test_masks_exclude_padding():
+@pytest.mark.parametrize("group_norm", [False, True])
+def test_masks_exclude_padding(group_norm):
     torch.manual_seed(0)
     spec = _spec()
-    policy = VectorizedPolicy(spec)
+    policy = VectorizedPolicy(spec, group_norm=group_norm)
     gen = torch.Generator().manual_seed(1)
     td = _observation(spec, gen)
     # Row 1 has every set empty.
@@ -116,6 +117,34 @@ def test_masks_exclude_padding():
         b = policy(changed)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     assert torch.isfinite(a[0][1]).all()  # all-empty row: pooled embeddings are zeros
+
+
+def test_group_norm_encoder_matches_numpy_and_adds_only_the_norms():
+    """``group_norm``: Linear -> LayerNorm -> GELU -> Linear per group, against NumPy; the
+    policy gains exactly the six LayerNorms' weights and biases."""
+    from math import erf
+
+    from pictura.modules.encoders import GroupMLP
+
+    torch.manual_seed(3)
+    mlp = GroupMLP(5, 8, norm=True)
+    with torch.no_grad():  # non-trivial LayerNorm affine parameters
+        mlp.net[1].weight.uniform_(0.5, 1.5)
+        mlp.net[1].bias.uniform_(-0.5, 0.5)
+    x = torch.randn(4, 5)
+    w1, b1 = mlp.net[0].weight.double().detach().numpy(), mlp.net[0].bias.double().detach().numpy()
+    g, beta = mlp.net[1].weight.double().detach().numpy(), mlp.net[1].bias.double().detach().numpy()
+    w2, b2 = mlp.net[3].weight.double().detach().numpy(), mlp.net[3].bias.double().detach().numpy()
+    h = x.double().numpy() @ w1.T + b1
+    h = (h - h.mean(1, keepdims=True)) / np.sqrt(h.var(1, keepdims=True) + 1e-5) * g + beta
+    h = 0.5 * h * (1 + np.vectorize(erf)(h / np.sqrt(2)))
+    np.testing.assert_allclose(mlp(x).detach().double().numpy(), h @ w2.T + b2, rtol=1e-5, atol=1e-5)
+
+    plain, normed = VectorizedPolicy(_spec()), VectorizedPolicy(_spec(), group_norm=True)
+    extra = sum(p.numel() for p in normed.parameters()) - sum(p.numel() for p in plain.parameters())
+    assert extra == 6 * 2 * 64
+    assert sum(isinstance(m, torch.nn.LayerNorm) for m in normed.modules()) == 6
+    assert not any(isinstance(m, torch.nn.LayerNorm) for m in plain.modules())
 
 
 def test_masked_max_against_a_loop():
