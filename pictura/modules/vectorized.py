@@ -79,7 +79,7 @@ class VectorizedPolicy(ActorCritic):
         group_norm: not in Table 4 (off): a LayerNorm inside each of the six group encoders,
             between the first layer and the GELU, as PufferDrive's entity encoders have. Why
             it exists: the vectorized agent's gradient norm runs 4-79 where Alberti's, whose
-            image branch has LayerNorms, runs 1-3, and its collisions do not fall in minutes
+            image branch has LayerNorms, runs 0.8-3.5, and its collisions do not fall in minutes
             (docs/results.md, nineteenth session). Whether it helps is not measured yet.
     """
 
