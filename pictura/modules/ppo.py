@@ -107,6 +107,10 @@ SPREAD_QUANTILES = (0.5, 0.9, 0.99)
 """Quantiles of |A| that `spread_metrics` logs (besides the maximum)."""
 
 
+LOSS_TERMS = ("policy", "value", "entropy")
+"""The terms of `ppo_loss`'s ``total`` that `loss_term_grad_norms` takes apart."""
+
+
 def loss_term_grad_norms(
     losses: dict[str, torch.Tensor], parameters, vf_coef: float, ent_coef: float
 ) -> dict[str, torch.Tensor]:
@@ -116,9 +120,8 @@ def loss_term_grad_norms(
     regression whose gradient outgrows the policy's. Gradients are returned, not accumulated into
     ``.grad``, so the update's own backward is unaffected."""
     params = [p for p in parameters if p.requires_grad]
-    terms = {
-        "policy": losses["policy"], "value": vf_coef * losses["value"], "entropy": -ent_coef * losses["entropy"],
-    }  # fmt: skip
+    weight = {"policy": 1.0, "value": vf_coef, "entropy": -ent_coef}  # as `ppo_loss` sums them
+    terms = {name: weight[name] * losses[name] for name in LOSS_TERMS}
     norms = {}
     for i, (name, term) in enumerate(terms.items()):
         if not term.requires_grad:  # nothing it depends on is trained (a frozen policy): no gradient
@@ -786,7 +789,7 @@ class PPO(LightningModule):
         # 5. logging (one sync)
         grad_norm = torch.stack(grad_norms).mean() if grad_norms else None
         if grad_norm is not None and term_norms is None:  # no kept transition on this rank: it adds 0
-            term_norms = {k: torch.zeros((), device=self.device) for k in ("policy", "value", "entropy")}
+            term_norms = {k: torch.zeros((), device=self.device) for k in LOSS_TERMS}
         self.log_iteration(
             buf, advantage, returns, keep, sums, grad_norm, term_norms, clock, time.perf_counter() - wall, learning_rate
         )
