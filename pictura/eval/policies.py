@@ -187,10 +187,13 @@ def load_checkpoint(path: str | Path, name: str | None = None) -> Checkpoint:
     for key in ("env", "policy"):
         if key not in hparams:
             raise ValueError(f"--ckpt {str(path)!r}: hyper_parameters have no {key!r} (not a pictura PPO checkpoint)")
-    state = {k[len("policy."):]: v for k, v in saved["state_dict"].items() if k.startswith("policy.")}
+    def entries(prefix: str) -> dict[str, torch.Tensor]:  # a submodule's state, its prefix stripped
+        return {k[len(prefix):]: v for k, v in saved["state_dict"].items() if k.startswith(prefix)}
+
+    state = entries("policy.")
     if not state:
         raise ValueError(f"--ckpt {str(path)!r}: state_dict holds no policy.* weights")
-    norm_state = {k[len("return_norm."):]: v for k, v in saved["state_dict"].items() if k.startswith("return_norm.")}
+    norm_state = entries("return_norm.")
     return_norm = None
     if norm_state:
         from pictura.modules.gae import ReturnNormalizer
