@@ -1,7 +1,7 @@
 """Registers, stack and spills of every render kernel, from `ptxas -v`, without a GPU.
 
     python benchmarks/render_registers.py                                  # sm_90 (H100 / H200)
-    PICTURA_RASTER_MAX_REGISTERS=255 python benchmarks/render_registers.py --kernels raster_views
+    PICTURA_RASTER_MAX_REGISTERS=255 python benchmarks/render_registers.py --kernels 'raster_views[ramp]'
 
 Warp compiles `pictura.render.kernels` to PTX with NVRTC (no driver needed), and the CUDA
 toolkit's `ptxas` assembles it for ``--arch`` and reports, per kernel, the registers used and
@@ -36,15 +36,18 @@ PTX_VERSION = re.compile(r"^\.version (\d+\.\d+)", re.MULTILINE)
 SUPPORTED = re.compile(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'")
 
 
-def parse_ptxas(text: str) -> list[dict]:
+def parse_ptxas(text: str, labels: dict[str, str] | None = None) -> list[dict]:
     """`ptxas -v` output -> one dict per entry function: kernel (Warp's name, without the hash
-    and suffix), arch, registers, stack_bytes, spill_store_bytes, spill_load_bytes."""
+    and suffix; or ``labels``[its mangled name], e.g. an overload's), arch, registers,
+    stack_bytes, spill_store_bytes, spill_load_bytes."""
+    labels = labels or {}
     rows: list[dict] = []
     entry = properties_of = None  # the entry being compiled; the function the next frame line is of
     for line in text.splitlines():
         if m := ENTRY.search(line):
             entry = m.group(1)
-            rows.append({"kernel": WARP_SUFFIX.sub("", entry), "arch": m.group(2)})
+            mangled = entry.removesuffix("_cuda_kernel_forward")
+            rows.append({"kernel": labels.get(mangled, WARP_SUFFIX.sub("", entry)), "arch": m.group(2)})
         elif m := PROPERTIES.search(line):
             properties_of = m.group(1)
         elif (m := FRAME.search(line)) and rows and properties_of == entry:
@@ -82,6 +85,15 @@ def module_ptx(arch: int, directory: Path) -> list[tuple[str | None, str]]:
     return out
 
 
+def overload_labels() -> dict[str, str]:
+    """Mangled name -> "kernel[mode]" for the coverage-mode overloads (`kernels.ENTRY_SETUP`,
+    `kernels.RASTER_KERNELS`), which share a kernel name; call after `module_ptx`."""
+    import pictura.render.kernels as kernels
+
+    groups = {mode: (kernels.ENTRY_SETUP[mode], *group) for mode, group in kernels.RASTER_KERNELS.items()}
+    return {k.get_mangled_name(): f"{k.key}[{mode}]" for mode, group in groups.items() for k in group}
+
+
 def run_ptxas(ptxas: str, ptx: str, arch: int, directory: Path) -> str:
     """`ptxas -v` of ``ptx``; when this ptxas is older than the NVRTC that wrote the PTX, the
     header asks for the ISA version it supports (the render kernels use nothing newer)."""
@@ -114,8 +126,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         rows = []
-        for name, ptx in module_ptx(args.arch, directory):
-            unit = parse_ptxas(run_ptxas(args.ptxas, ptx, args.arch, directory))
+        units = module_ptx(args.arch, directory)
+        labels = overload_labels()
+        for name, ptx in units:
+            unit = parse_ptxas(run_ptxas(args.ptxas, ptx, args.arch, directory), labels)
             rows += [{**r, "kernel": name if name and len(unit) == 1 else r["kernel"]} for r in unit]
     unknown = wanted - {r["kernel"] for r in rows}
     if unknown:

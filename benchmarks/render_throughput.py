@@ -226,6 +226,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mem-chunk", type=int, default=2048, help="egos of the chunk whose memory is reported")
     p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
     p.add_argument("--supersample", type=int, default=1, help="rays per pixel per axis")
+    p.add_argument(
+        "--coverage", choices=("ramp", "exact"), default="ramp", help="box-edge coverage mode (default ramp)"
+    )
     p.add_argument("--gather", choices=("auto", "lanes", "views"), default="auto", help="pass-1 cull threads (auto: lanes on CUDA, views on the CPU)")
     p.add_argument("--profile", action="store_true", help="also time each kernel of one render call")
     p.add_argument("--resolutions", default=",".join(f"{w}x{h}" for w, h in RESOLUTIONS))
@@ -262,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     def make_renderer(chunk: int) -> Renderer:
         r = Renderer(
             road_maps, layout, rig, device=args.device, list_capacity=args.capacity,
-            chunk_size=chunk or None, supersample=args.supersample,
+            chunk_size=chunk or None, supersample=args.supersample, coverage=args.coverage,
         )  # fmt: skip
         if args.gather != "auto":
             r._gather = args.gather
@@ -327,6 +330,7 @@ def main(argv: list[str] | None = None) -> None:
                     "list_capacity": args.capacity,
                     "chunk": renderer.chunk_requests(requests.shape[0]),
                     "supersample": args.supersample,
+                    "coverage": args.coverage,
                     "map": names[0] if len(names) == 1 else names,
                     "date": time.strftime("%Y-%m-%d"),
                 }

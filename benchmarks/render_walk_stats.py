@@ -94,9 +94,11 @@ def walk_bands(
                 done = 1
                 break
             wp.atomic_or(walked_out, base + wd, low)
+            r3 = wp.vec4(e.bound, e.r3[0], e.r3[1], e.r3[2])
             f = kernels.record_fragment(
-                e.r0, e.r1, e.r2, int(e.r2[3]), d, g, face_color, misc_color[2], pix, near, far, 1
-            )
+                e.r0, e.r1, e.r2, r3, int(e.r2[3]), d, g, face_color, misc_color[2], pix, near, far, 1,
+                kernels.RampCoverage(),
+            )  # fmt: skip
             if f[4] > 0.0:
                 wp.atomic_or(drawn_out, base + wd, low)
                 if f[4] < 1.0:

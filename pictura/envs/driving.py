@@ -77,6 +77,8 @@ class DrivingEnv(EnvBase):
             fit at a reset sit that episode out. Map ``k`` of the list plays on records
             ``k, k + len(maps), ...``.
         rig: camera rig (default: the paper's four-camera rig at 96x54).
+        render_coverage: box-edge coverage of the renderer (`pictura.render.Renderer`'s
+            ``coverage``): "ramp" (default) or "exact" (slower renders: docs/renderer.md).
         sim: simulator settings (`pictura.sim.SimConfig`); its ``agents_per_world`` is replaced
             by the argument above so there is one place to set it.
         observation: None for the perspective observation (camera pixels + ego state, the
@@ -98,6 +100,7 @@ class DrivingEnv(EnvBase):
         slots_per_world: int = 16,
         agents_per_world: tuple[int, int] = (8, 16),
         rig: CameraRig | None = None,
+        render_coverage: str = "ramp",
         sim: SimConfig | None = None,
         observation: VectorizedObservationConfig | None = None,
         validate_actions: bool = True,
@@ -141,8 +144,9 @@ class DrivingEnv(EnvBase):
                 np.arange(num_worlds) % len(road_maps), slots_per_world, lights, parked_per_world=sim_config.parked_per_world
             )
         self._assemble(
-            list(maps), road_maps, sim_config, layout, rig, seed, observation, validate_actions, share_pixel_buffer
-        )
+            list(maps), road_maps, sim_config, layout, rig, seed, observation, validate_actions, share_pixel_buffer,
+            render_coverage,
+        )  # fmt: skip
 
     def _assemble(
         self,
@@ -155,6 +159,7 @@ class DrivingEnv(EnvBase):
         observation: VectorizedObservationConfig | None,
         validate_actions: bool,
         share_pixel_buffer: bool,
+        render_coverage: str = "ramp",
         replay=None,
     ) -> None:
         """Build the model, states, renderer, observation builder and buffers of the env (after
@@ -178,7 +183,7 @@ class DrivingEnv(EnvBase):
             self.model = build_model(road_maps, layout, sim_config, device=self._wp_device, replay=replay)
             self._states = [self.model.state(), self.model.state()]
             self._control = self.model.control()
-            self.renderer = Renderer(road_maps, layout, self.rig, device=self._wp_device)
+            self.renderer = Renderer(road_maps, layout, self.rig, device=self._wp_device, coverage=render_coverage)
             self.vectorized = (
                 None if observation is None else observation.build(road_maps, layout, self._wp_device)
             )

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 import warp as wp
 
@@ -157,6 +158,12 @@ BIN_REACH_SLACK_PX = 0.05
 """Rounding slack (px) of the binning tests (`bin_margin`)."""
 _REACH_SCALE = wp.constant(BIN_REACH_SCALE)
 _REACH_SLACK = wp.constant(BIN_REACH_SLACK_PX)
+BOX_REACH_EXTRA_PX = 0.22
+"""How much further (px) than `bin_margin`'s half pixel a cuboid's coverage reaches past its
+screen rectangle: its coverage is the box filter of the pixel in screen space
+(`silhouette_coverage`), which reaches half the pixel's diagonal, sqrt(1/2) px, past an edge
+line; (sqrt(1/2) - 1/2) x `BIN_REACH_SCALE` = 0.217. `entry_setup` grows the rectangle by it."""
+_BOX_REACH_EXTRA = wp.constant(BOX_REACH_EXTRA_PX)
 BIN_LINE_MARGIN_PX = 1.5
 """Least bin margin (px) of a road-marking line. A line's coverage is not bounded by
 `bin_margin`: its along-segment filter works in footprint-scaled ground coordinates (so that
@@ -174,6 +181,28 @@ _CENTRE_SLACK = wp.constant(BIN_CENTRE_SLACK_PX)
 
 
 @wp.struct
+class RampCoverage:
+    """Box edges from the in-plane ramp (`Renderer(coverage="ramp")`, the default): a face's
+    coverage ramps over the pixel's footprint in its own plane, exact head-on, up to ~0.33 off
+    on faces seen at an angle (docs/renderer.md, Known limits). `entry_setup` and the raster
+    kernels are generic in their ``mode`` argument; its type picks the overloads of
+    `box_rect_reach`, `box_image_axes`, `face_weight` and `box_alpha` at compile time, so each
+    mode's kernels hold only their own code (`ENTRY_SETUP`, `RASTER_KERNELS`)."""
+
+    unused: int
+
+
+@wp.struct
+class ExactCoverage:
+    """Box edges from the silhouette's exact screen lines (`Renderer(coverage="exact")`): the
+    pixel's box-filter coverage within ~0.016 of the exact polygon area away from corners
+    (issue 5); an earlier build of it was 11-12 % slower at 96x54 on an H200 (docs/renderer.md,
+    round 27)."""
+
+    unused: int
+
+
+@wp.struct
 class EntryRecord:
     """One (view, list entry) record (`entry_setup`): three words of per-pixel data and the
     entry's depth bound, so the raster finds all four at one address."""
@@ -182,11 +211,11 @@ class EntryRecord:
     r1: wp.vec4
     r2: wp.vec4
     bound: wp.float32
-    pad: wp.vec3  # 64 bytes: `record_word` reads a record as four aligned 16-byte words
+    r3: wp.vec3  # 64 bytes: `record_word` reads a record as four aligned 16-byte words
 
 
 RECORD_WORDS = 4
-"""16-byte words of one `EntryRecord` (r0, r1, r2, then bound and padding)."""
+"""16-byte words of one `EntryRecord` (r0, r1, r2, then the bound and r3)."""
 
 
 # The raster reads every walked record (`trace_ray`) with the whole warp on one address: four
@@ -194,17 +223,19 @@ RECORD_WORDS = 4
 @wp.func_native(
     "".join(
         store_snippet(f"reinterpret_cast<float*>(wp::address(a, v, k)) + {4 * n}", value, "vec4")
-        for n, value in enumerate(["r0", "r1", "r2", "wp::vec4(bound, 0.0f, 0.0f, 0.0f)"])
+        for n, value in enumerate(["r0", "r1", "r2", "wp::vec4(bound, r3[0], r3[1], r3[2])"])
     )
 )
-def store_record(a: wp.array2d(dtype=EntryRecord), v: int, k: int, r0: wp.vec4, r1: wp.vec4, r2: wp.vec4, bound: float):
-    """``a[v, k]`` = the record (r0, r1, r2, bound), one vector store per `record_word`."""
+def store_record(
+    a: wp.array2d(dtype=EntryRecord), v: int, k: int, r0: wp.vec4, r1: wp.vec4, r2: wp.vec4, bound: float, r3: wp.vec3
+):
+    """``a[v, k]`` = the record (r0, r1, r2, bound, r3), one vector store per `record_word`."""
     ...
 
 
 @wp.func_native(load_snippet("reinterpret_cast<const float*>(a.data) + 16 * (size_t)i + 4 * word", "vec4"))
 def record_word(a: wp.array(dtype=EntryRecord), i: int, word: int) -> wp.vec4:
-    """Word ``word`` (0: r0, 1: r1, 2: r2, 3: (bound, padding)) of ``a[i]`` of the contiguous ``a``
+    """Word ``word`` (0: r0, 1: r1, 2: r2, 3: (bound, r3)) of ``a[i]`` of the contiguous ``a``
     (i >= 0), one vector load."""
     ...
 
@@ -1169,6 +1200,41 @@ def line_first_row(basis: wp.mat33, h: float, focal: float, cy: float, far: floa
     return cy + (focal * basis[0][2] + wp.max(-h, 0.0) * focal / far) / basis[2][2]
 
 
+@wp.func
+def box_rect_reach(rect: wp.vec4, mode: RampCoverage) -> wp.vec4:
+    """`RampCoverage`: a cuboid's coverage ends within `bin_margin` of its screen rectangle."""
+    return rect
+
+
+# Overloads: Warp picks a function by its argument types (here `mode`).
+@wp.func
+def box_rect_reach(rect: wp.vec4, mode: ExactCoverage) -> wp.vec4:  # noqa: F811
+    """`ExactCoverage`: the rectangle grown by `BOX_REACH_EXTRA_PX` (unless empty)."""
+    if rect[0] > rect[2]:
+        return rect
+    x = _BOX_REACH_EXTRA
+    return wp.vec4(rect[0] - x, rect[1] - x, rect[2] + x, rect[3] + x)
+
+
+@wp.func
+def box_image_axes(r0: wp.vec4, r1: wp.vec4, basis: wp.mat33, mode: RampCoverage) -> vec5:
+    """`RampCoverage`: a cuboid's record carries no image axes (zeros)."""
+    return vec5(0.0)
+
+
+@wp.func
+def box_image_axes(r0: wp.vec4, r1: wp.vec4, basis: wp.mat33, mode: ExactCoverage) -> vec5:  # noqa: F811
+    """`ExactCoverage`: the image's across (right = -left; level, the rig has no roll: x, y)
+    and down (-up: x, y, z) axes in the frame of the cuboid whose record starts r0, r1 (cos h =
+    r0[3], sin h = r1[3]), for `silhouette_coverage`'s screen gradients."""
+    right = -basis[1]
+    down = -basis[2]
+    return vec5(
+        r0[3] * right[0] + r1[3] * right[1], -r1[3] * right[0] + r0[3] * right[1],
+        r0[3] * down[0] + r1[3] * down[1], -r1[3] * down[0] + r0[3] * down[1], down[2],
+    )  # fmt: skip
+
+
 @wp.kernel
 def entry_setup(
     view_origin: wp.array(dtype=wp.vec3),
@@ -1202,6 +1268,7 @@ def entry_setup(
     far: float,
     bin: int,
     bin_mode: int,
+    mode: Any,  # RampCoverage or ExactCoverage: `ENTRY_SETUP`
     view_base: int,
     # outputs: the entry's record (see `trace_ray`); with bin = 1 also its bits in the tile
     # masks (`bin_entry`; the masks zeroed by the caller)
@@ -1210,9 +1277,12 @@ def entry_setup(
 ):
     """Thread per (view, list entry): everything per-pixel work needs, relative to the camera.
 
-    Records (`EntryRecord`: r0, r1, r2 and the list bound; o = camera centre, all positions
-    relative to it):
-      agent  (ol, cos h) (half extents, sin h) (agent kind, -, -, R); ol = camera in box frame
+    Records (`EntryRecord`: r0, r1, r2, the list bound and r3 (0 unless given); o = camera
+    centre, all positions relative to it):
+      agent  (ol, cos h) (half extents, sin h) (agent kind, right_x, right_y, R) r3 = down;
+             ol = camera in box frame; right / down = the image's axes in the box frame
+             (`box_image_axes`: `ExactCoverage` only, which also grows the box's rectangle by
+             `BOX_REACH_EXTRA_PX`: `box_rect_reach`), else 0
       line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, reject margin) (colour, R)
       wall   (a - o, u_x) (u_y, length, b_z - a_z, height) (-, -, -, R)
       light  (p - o, n_x) (n_y, angular visibility, -, -) (colour, R)
@@ -1238,6 +1308,7 @@ def entry_setup(
     r0 = wp.vec4(0.0)
     r1 = wp.vec4(0.0)
     r2 = wp.vec4(0.0)
+    r3 = wp.vec3(0.0)
     if kind == _REF_AGENT:
         ca = wp.cos(agent_box[step, i, 3])
         sa = wp.sin(agent_box[step, i, 3])
@@ -1250,6 +1321,7 @@ def entry_setup(
         r2 = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, float(kind))
         if bin == 1:
             rect = box_rect(agent_box, step, i, o, basis, focal, cx, cy, clip)
+            rect = box_rect_reach(rect, mode)
             edges = rect_edges(rect, -_FULL)
     elif kind == _REF_LINE:
         a = line_a[i]
@@ -1320,7 +1392,13 @@ def entry_setup(
                     else:
                         rect = rect_add(rect, q, focal, cx, cy)
             edges = rect_edges(rect, -_FULL)
-    store_record(rec_out, v, k, r0, r1, r2, list_bound[v, k])
+    if kind == _REF_AGENT:
+        # computed after the binning, so they take no registers across it
+        axes = box_image_axes(r0, r1, basis, mode)
+        r2[1] = axes[0]
+        r2[2] = axes[1]
+        r3 = wp.vec3(axes[2], axes[3], axes[4])
+    store_record(rec_out, v, k, r0, r1, r2, list_bound[v, k], r3)
     if bin == 0:
         return
     # The margin at the image corner farthest from the principal point holds for every pixel.
@@ -1434,10 +1512,185 @@ def box_face(
     return wp.vec2(0.0)
 
 
+_PRESENT = wp.constant(1.0e-4)
+"""Weight of a face that the pixel centre misses by more than `coverage`'s ramp but whose edge
+the pixel may still overlap (`box_face`): it names the face for the colour and the
+silhouette's edge (`silhouette_coverage`), which sets the coverage."""
+_REACH = wp.constant(0.75)
+"""A face edge's reach in the face's plane, times |d_a| / (t pix), is at most 1 / sqrt(2)
+(`box_face`); 0.75 leaves a margin for the ray's off-axis angle."""
+_THICK = wp.constant(2.0)
+"""Pixels a face must span on screen across each of its axes for `ExactCoverage` to draw it
+from its edge lines (`thick_face`): a thinner face (a roof seen from just above it) has edge
+lines that run nearly parallel through the same pixels, and along the horizon, where the
+product of two half-planes is not its area; it keeps the ramp."""
+
+
+@wp.func
+def thick_face(da: float, db: float, eb: float, dc: float, ec: float, t: float, pix: float) -> bool:
+    """Whether the face across axis a spans at least `_THICK` px across axes b and c: across b
+    its screen extent is 2 e_b / |g_b|, the in-plane coordinate's screen gradient being about
+    t pix sqrt(d_a^2 + d_b^2) / |d_a| (here bounded by |d_a| + |d_b|)."""
+    ta = _THICK * t * pix
+    return 2.0 * eb * wp.abs(da) >= ta * (wp.abs(da) + wp.abs(db)) and 2.0 * ec * wp.abs(da) >= ta * (
+        wp.abs(da) + wp.abs(dc)
+    )
+
+
+@wp.func
+def face_weight(
+    oa: float, da: float, ea: float, ob: float, db: float, eb: float, oc: float, dc: float, ec: float,
+    pix: float, near: float, far: float, antialias: int, mode: RampCoverage,
+) -> wp.vec2:  # fmt: skip
+    """`RampCoverage`: the face's (t, coverage), `box_face`."""
+    return box_face(oa, da, ea, ob, db, eb, oc, dc, ec, pix, near, far, antialias)
+
+
+# Overloads: Warp picks a function by its argument types (here `mode`).
+@wp.func
+def face_weight(  # noqa: F811
+    oa: float, da: float, ea: float, ob: float, db: float, eb: float, oc: float, dc: float, ec: float,
+    pix: float, near: float, far: float, antialias: int, mode: ExactCoverage,
+) -> wp.vec2:  # fmt: skip
+    """`ExactCoverage`: `box_face`'s (t, weight), where the weight mixes the faces' colours and
+    the box's coverage is its silhouette's (`box_alpha`).
+
+    An oblique face stretches the pixel's footprint in its plane by up to 1 / |d_a| (the screen
+    gradient of an in-plane coordinate is at most t pix / |d_a| long, and a pixel reaches
+    1 / sqrt(2) of it along its diagonal), so a face the centre misses by less than that weighs
+    `_PRESENT`: its edge may still cover part of the pixel (unless it is thinner than `_THICK`
+    on screen)."""
+    f = box_face(oa, da, ea, ob, db, eb, oc, dc, ec, pix, near, far, antialias)
+    t = f[0]
+    if f[1] <= 0.0 and t > 0.0 and antialias == 1:
+        sd = wp.max(wp.abs(ob + t * db) - eb, wp.abs(oc + t * dc) - ec)
+        if sd * wp.abs(da) < _REACH * t * pix and thick_face(da, db, eb, dc, ec, t, pix):
+            return wp.vec2(t, _PRESENT)
+    return f
+
+
+@wp.func
+def half_plane_coverage(s: float, gu: float, gv: float) -> float:
+    """Exact fraction of a unit pixel (a box filter) inside the half-plane ``y <= 0`` of a
+    quantity ``y`` that is ``s`` at the pixel centre and changes by (``gu``, ``gv``) per pixel
+    across and down the image.
+
+    With A >= B the two components' magnitudes, the pixel spans ``y`` in [s - h, s + h], h =
+    (A + B) / 2: the straight part of the coverage curve, |s| <= (A - B) / 2, is 1/2 - s / A,
+    and each end is a triangle of area (h - |s|)^2 / (2 A B). No square root: the distances
+    stay in y's own units, and B = 0 never reaches the triangles."""
+    a = wp.max(wp.abs(gu), wp.abs(gv))
+    b = wp.min(wp.abs(gu), wp.abs(gv))
+    h = 0.5 * (a + b)
+    if s >= h:
+        return 0.0
+    if s <= -h:
+        return 1.0
+    if wp.abs(s) <= 0.5 * (a - b):
+        return 0.5 - s / a
+    r = h - wp.abs(s)
+    tri = r * r / (2.0 * a * b)
+    if s > 0.0:
+        return tri
+    return 1.0 - tri
+
+
+@wp.func
+def edge_coverage(
+    s: float, ok: float, uk: float, wk: float, t: float, inv_da: float, ua: float, wa: float, cos_pix: float
+) -> float:
+    """Exact box-filter coverage of the pixel by the inside of one edge of the face across
+    axis a, the edge y_k = e that lies ``s`` (m, negative inside) from the ray's hit at depth t,
+    ``ok`` = o_k - e (`silhouette_coverage`)."""
+    c = ok * inv_da
+    return half_plane_coverage(s, cos_pix * (c * ua + t * uk), cos_pix * (c * wa + t * wk))
+
+
+@wp.func
+def silhouette_coverage(
+    t: float, da: float, ua: float, wa: float,
+    ob: float, db: float, eb: float, ub: float, wb: float,
+    oc: float, dc: float, ec: float, uc: float, wc: float,
+    cos_pix: float, pix: float, ramp: float,
+) -> float:  # fmt: skip
+    """Coverage of the pixel by the box's silhouette, from the face across axis a that the
+    ray meets at depth t (its in-plane axes b, c): the product of the exact box filters of the
+    half-planes of the face's two nearest edges (`half_plane_coverage`), exact away from the
+    silhouette's corners (issue 5).
+
+    On the face's plane, y_b along the unnormalised pixel ray r crosses the edge y_b = e where
+    the affine L = (o_b - e) r_a + t d_a r_b vanishes: the edge's exact screen line. At the pixel
+    centre L = |r| d_a (y_b - e), and L's gradient per pixel is (o_b - e) (u_a, w_a) + t d_a
+    (u_b, w_b), (u, w) the image's across and down axes in the box frame. Dividing both by
+    |r| d_a (1 / |r| = cos(phi) pix, ``cos_pix``) keeps the distance in metres and the ratio
+    exact.
+
+    An edge the face shares with another camera-facing face (the camera lies beyond it:
+    |o_b| > e_b on y_b's side) is inside the silhouette: it counts 1 while the pixel overlaps
+    the face's side of it at all. A pixel wholly beyond it lies on that other face, which then
+    covers it more and is the one `box_fragment` asks, or off the box.
+
+    A face thinner than `_THICK` px on screen returns ``ramp`` (the faces' summed ramp)."""
+    if not thick_face(da, db, eb, dc, ec, t, pix):
+        return ramp
+    inv_da = 1.0 / da
+    yb = ob + t * db
+    yc = oc + t * dc
+    cov_b = edge_coverage(wp.abs(yb) - eb, ob - wp.sign(yb) * eb, ub, wb, t, inv_da, ua, wa, cos_pix)
+    cov_c = edge_coverage(wp.abs(yc) - ec, oc - wp.sign(yc) * ec, uc, wc, t, inv_da, ua, wa, cos_pix)
+    if wp.abs(ob) > eb and ob * yb > 0.0 and cov_b > 0.0:
+        cov_b = 1.0
+    if wp.abs(oc) > ec and oc * yc > 0.0 and cov_c > 0.0:
+        cov_c = 1.0
+    return cov_b * cov_c
+
+
+@wp.func
+def box_alpha(
+    r0: wp.vec4, r1: wp.vec4, r2: wp.vec4, r3: wp.vec4, d: wp.vec3, dx: float, dy: float,
+    best: int, best_t: float, cov_sum: float, pix: float, antialias: int, mode: RampCoverage,
+) -> float:  # fmt: skip
+    """`RampCoverage`: the box's coverage is its faces' summed ramp."""
+    return wp.min(cov_sum, 1.0)
+
+
+@wp.func
+def box_alpha(  # noqa: F811
+    r0: wp.vec4, r1: wp.vec4, r2: wp.vec4, r3: wp.vec4, d: wp.vec3, dx: float, dy: float,
+    best: int, best_t: float, cov_sum: float, pix: float, antialias: int, mode: ExactCoverage,
+) -> float:  # fmt: skip
+    """`ExactCoverage`: the box's coverage is its silhouette's (`silhouette_coverage`), from
+    face ``best`` (0, 1, 2: across x, y, z) met at ``best_t``, with the image's axes from r2 and
+    r3 (`entry_setup`); ``dx``, ``dy`` = the ray in the box frame."""
+    if antialias == 0:
+        return wp.min(cov_sum, 1.0)
+    # The image's axes in the box frame: across u = (r2[1], r2[2], 0), down w = r3[1:]; the
+    # forward axis u x w gives the ray's cos(phi) to it.
+    u0 = r2[1]
+    u1 = r2[2]
+    cos_pix = wp.abs(dx * u1 * r3[3] - dy * u0 * r3[3] + d[2] * (u0 * r3[2] - u1 * r3[1])) * pix
+    # The best face's axes (a; b, c in axis order), by selects rather than a branch per face.
+    on_x = best == 0
+    on_z = best == 2
+    return silhouette_coverage(
+        best_t,
+        wp.where(on_x, dx, wp.where(on_z, d[2], dy)),
+        wp.where(on_x, u0, wp.where(on_z, 0.0, u1)),
+        wp.where(on_x, r3[1], wp.where(on_z, r3[3], r3[2])),
+        wp.where(on_x, r0[1], r0[0]), wp.where(on_x, dy, dx), wp.where(on_x, r1[1], r1[0]),
+        wp.where(on_x, u1, u0), wp.where(on_x, r3[2], r3[1]),
+        wp.where(on_z, r0[1], r0[2]), wp.where(on_z, dy, d[2]), wp.where(on_z, r1[1], r1[2]),
+        wp.where(on_z, u1, 0.0), wp.where(on_z, r3[2], r3[3]),
+        cos_pix, pix, wp.min(cov_sum, 1.0),
+    )  # fmt: skip
+
+
 @wp.func
 def box_fragment(
     r0: wp.vec4,
     r1: wp.vec4,
+    r2: wp.vec4,
+    r3: wp.vec4,
     kind: int,
     d: wp.vec3,
     face_color: wp.array(dtype=wp.vec3),
@@ -1445,19 +1698,22 @@ def box_fragment(
     near: float,
     far: float,
     antialias: int,
+    mode: Any,
 ) -> vec5:
-    """Cuboid: per camera-facing face, coverage from the in-plane distance to the face edges.
+    """Cuboid: per camera-facing face, its weight from the in-plane distance to the face
+    edges (`face_weight`), the faces' colours mixed by those weights, drawn at the box's
+    coverage (`box_alpha`); ``mode`` (`RampCoverage` or `ExactCoverage`) picks both.
 
-    Each face's (t, coverage) comes first (`box_face`) and the colours after: a loop over the
-    axes that loaded and accumulated each face's colour as it went held ~26 more registers
-    across the raster's walk, which spilled at its register cap (docs/renderer.md, round 19)."""
+    Each face's (t, coverage) comes first and the colours after: a loop over the axes that
+    loaded and accumulated each face's colour as it went held ~26 more registers across the
+    raster's walk, which spilled at its register cap (docs/renderer.md, round 19)."""
     ca = r0[3]
     sa = r1[3]
     dx = ca * d[0] + sa * d[1]
     dy = -sa * d[0] + ca * d[1]
-    fx = box_face(r0[0], dx, r1[0], r0[1], dy, r1[1], r0[2], d[2], r1[2], pix, near, far, antialias)
-    fy = box_face(r0[1], dy, r1[1], r0[0], dx, r1[0], r0[2], d[2], r1[2], pix, near, far, antialias)
-    fz = box_face(r0[2], d[2], r1[2], r0[0], dx, r1[0], r0[1], dy, r1[1], pix, near, far, antialias)
+    fx = face_weight(r0[0], dx, r1[0], r0[1], dy, r1[1], r0[2], d[2], r1[2], pix, near, far, antialias, mode)
+    fy = face_weight(r0[1], dy, r1[1], r0[0], dx, r1[0], r0[2], d[2], r1[2], pix, near, far, antialias, mode)
+    fz = face_weight(r0[2], d[2], r1[2], r0[0], dx, r1[0], r0[1], dy, r1[1], pix, near, far, antialias, mode)
     cx = fx[1]
     cy = fy[1]
     cz = fz[1]
@@ -1467,11 +1723,14 @@ def box_fragment(
     # The most-covering face's depth (the first of equals, in axis order).
     best_t = fx[0]
     best_cov = cx
+    best = int(0)
     if cy > best_cov:
         best_t = fy[0]
         best_cov = cy
+        best = 1
     if cz > best_cov:
         best_t = fz[0]
+        best = 2
     base = kind * 6
     col = wp.vec3(0.0)
     if cx > 0.0:
@@ -1481,7 +1740,8 @@ def box_fragment(
     if cz > 0.0:
         col += cz * load_vec3(face_color, base + 4 + wp.where(r0[2] < 0.0, 1, 0))
     col = col * (depth_shade(best_t) / cov_sum)
-    return vec5(best_t, col[0], col[1], col[2], wp.min(cov_sum, 1.0))
+    alpha = box_alpha(r0, r1, r2, r3, d, dx, dy, best, best_t, cov_sum, pix, antialias, mode)
+    return vec5(best_t, col[0], col[1], col[2], alpha)
 
 
 @wp.func
@@ -1618,6 +1878,7 @@ def record_fragment(
     r0: wp.vec4,
     r1: wp.vec4,
     r2: wp.vec4,
+    r3: wp.vec4,
     kind: int,
     d: wp.vec3,
     g: wp.vec3,
@@ -1627,11 +1888,13 @@ def record_fragment(
     near: float,
     far: float,
     antialias: int,
+    mode: Any,
 ) -> vec5:
-    """The fragment (t, r, g, b, alpha) a record (r0, r1, r2) of REF_* ``kind`` leaves on the
-    ray (alpha 0 = none); ``g`` = `ground_frame` (d, pix), computed once per ray by the caller."""
+    """The fragment (t, r, g, b, alpha) a record (r0, r1, r2, r3 = its fourth word) of REF_*
+    ``kind`` leaves on the ray (alpha 0 = none); ``g`` = `ground_frame` (d, pix), computed once
+    per ray by the caller; ``mode`` (`RampCoverage` or `ExactCoverage`) picks the cuboids'."""
     if kind == _REF_AGENT:
-        return box_fragment(r0, r1, int(r2[0]), d, face_color, pix, near, far, antialias)
+        return box_fragment(r0, r1, r2, r3, int(r2[0]), d, face_color, pix, near, far, antialias, mode)
     if kind == _REF_WALL:
         fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
         if fw[1] <= 0.0:
@@ -1665,7 +1928,10 @@ def entry_fragment(
     """The fragment list entry k of view v leaves on the ray (alpha 0 = none); ``g`` =
     `ground_frame` (d, pix), computed once per ray by the caller."""
     e = rec[v, k]
-    return record_fragment(e.r0, e.r1, e.r2, int(e.r2[3]), d, g, face_color, wall_color, pix, near, far, antialias)
+    r3 = wp.vec4(e.bound, e.r3[0], e.r3[1], e.r3[2])
+    return record_fragment(
+        e.r0, e.r1, e.r2, r3, int(e.r2[3]), d, g, face_color, wall_color, pix, near, far, antialias, RampCoverage()
+    )
 
 
 COLOR_BITS = 10
@@ -1711,6 +1977,7 @@ def trace_ray(
     near: float,
     far: float,
     antialias: int,
+    mode: Any,
 ) -> wp.vec3:
     """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
     ground (``on_ground`` = 1) or the sky.
@@ -1748,11 +2015,12 @@ def trace_ray(
             r0 = record_word(rec, i, 0)
             r1 = record_word(rec, i, 1)
             r2 = record_word(rec, i, 2)
-            if record_word(rec, i, 3)[0] >= t_opaque:  # the entry's bound
+            r3 = record_word(rec, i, 3)
+            if r3[0] >= t_opaque:  # the entry's bound
                 done = 1
                 break
             f = record_fragment(
-                r0, r1, r2, int(r2[3]), d, g, face_color, load_vec3(misc_color, 2), pix, near, far, antialias
+                r0, r1, r2, r3, int(r2[3]), d, g, face_color, load_vec3(misc_color, 2), pix, near, far, antialias, mode
             )
             if f[4] <= 0.0:
                 continue  # no coverage: the faded alpha below would be <= 0 too
@@ -2062,6 +2330,7 @@ def _raster_views(
     near: float,
     far: float,
     antialias: int,
+    mode: Any,  # RampCoverage or ExactCoverage: `RASTER_KERNELS`
     out_offset: int,
     view_base: int,
     # launch shape (`raster_launch`)
@@ -2115,7 +2384,7 @@ def _raster_views(
             continue
         color = trace_ray(
             d, rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color, misc_color, bg,
-            pix, near, far, antialias,
+            pix, near, far, antialias, mode,
         )  # fmt: skip
         store_pixel(image_out, image, width, p[1], p[0], color)
 
@@ -2147,6 +2416,7 @@ def raster_views_ss(
     near: float,
     far: float,
     antialias: int,
+    mode: Any,
     out_offset: int,
     view_base: int,
     groups_view: int,
@@ -2177,10 +2447,21 @@ def raster_views_ss(
                     d = pixel_ray(r0, r1, r2, u, w)
                     color += trace_ray(
                         d, rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color, misc_color,
-                        ray_background(d, r0[3]), pix, near, far, antialias,
+                        ray_background(d, r0[3]), pix, near, far, antialias, mode,
                     )  # fmt: skip
             color = color / (ss * ss)
         store_pixel(image_out, out_offset + view_base + g.view, width, p[1], p[0], color)
+
+
+COVERAGE_MODES = {"ramp": RampCoverage, "exact": ExactCoverage}
+"""`Renderer(coverage=...)`: how box edges are antialiased (the two structs' docstrings)."""
+ENTRY_SETUP = {name: wp.overload(entry_setup, {"mode": mode}) for name, mode in COVERAGE_MODES.items()}
+"""Per coverage mode: its `entry_setup` overload."""
+RASTER_KERNELS = {
+    name: tuple(wp.overload(k, {"mode": mode}) for k in (raster_views, raster_views_wide, raster_views_ss))
+    for name, mode in COVERAGE_MODES.items()
+}
+"""Per coverage mode: its (`raster_views`, `raster_views_wide`, `raster_views_ss`) overloads."""
 
 
 @wp.kernel

@@ -82,6 +82,11 @@ class Renderer:
         supersample: rays per pixel along each axis (1 = analytic coverage only; 2 = the 2x2
             supersampled reference mode).
         antialias: analytic-coverage antialiasing; False gives hard 1-sample edges.
+        coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`): "ramp"
+            (the default), a ramp over the pixel's footprint in each face's plane, exact head-on
+            but up to ~0.33 off for faces seen at an angle; "exact", the box filter of the
+            silhouette's exact screen lines (within ~0.016 away from its corners; an earlier
+            build was 11-12 % slower at 96x54 on an H200: docs/renderer.md, "Coverage modes").
         cell_size: culling grid cell edge (m).
     """
 
@@ -95,6 +100,7 @@ class Renderer:
         chunk_size: int | None = None,
         supersample: int = 1,
         antialias: bool = True,
+        coverage: str = "ramp",
         cell_size: float = 16.0,
     ) -> None:
         if list_capacity < 1:
@@ -103,6 +109,8 @@ class Renderer:
             raise ValueError(f"chunk_size must be >= 1 or None, got {chunk_size}")
         if supersample not in (1, 2, 3, 4):
             raise ValueError(f"supersample must be 1, 2, 3 or 4, got {supersample}")
+        if coverage not in kernels.COVERAGE_MODES:
+            raise ValueError(f"coverage must be one of {sorted(kernels.COVERAGE_MODES)}, got {coverage!r}")
         _check_layout(road_maps, layout)
         self.road_maps = list(road_maps)
         self.layout = layout
@@ -112,6 +120,7 @@ class Renderer:
         self.chunk_size = None if chunk_size is None else int(chunk_size)
         self.supersample = int(supersample)
         self.antialias = bool(antialias)
+        self.coverage = coverage
         self.scene: PackedScene = pack_scene(self.road_maps, cell_size)
         self._upload()
         self._scratch_views = 0
@@ -301,10 +310,11 @@ class Renderer:
         chunk = self.chunk_requests(n)
         threads_per_view, *launch_shape = self._raster_launch()
         # One ray per pixel (the default) has its own kernels: no sample loop, fewer registers.
-        kernel, pix, ss = kernels.raster_views_wide if self._wide_views() else kernels.raster_views, 1.0 / focal, []
+        narrow, wide, supersampled = kernels.RASTER_KERNELS[self.coverage]
+        kernel, pix, ss = wide if self._wide_views() else narrow, 1.0 / focal, []
         background = [self._sky_rgb, self._ground_rgb]  # `raster_views`'s empty bands
         if self.supersample > 1:
-            kernel, pix, ss = kernels.raster_views_ss, 1.0 / (focal * self.supersample), [self.supersample]
+            kernel, pix, ss = supersampled, 1.0 / (focal * self.supersample), [self.supersample]
             background = []
         rows = out.reshape((n * C, H * W, 3)).view(wp.vec3ub)  # a row of RGB pixels per image: one index per pixel
         for start in range(0, n, chunk):
@@ -330,7 +340,8 @@ class Renderer:
                     inputs=[
                         self._view_ray[base : base + count].flatten(), self._rec[base : base + count].flatten(),
                         mask[base : base + count].flatten(), self.list_capacity, self._face_color, self._misc_color,
-                        W, H, pix, self.rig.near, self.rig.far, int(self.antialias), start * C, base,
+                        W, H, pix, self.rig.near, self.rig.far, int(self.antialias),
+                        kernels.COVERAGE_MODES[self.coverage](), start * C, base,
                         *launch_shape, *ss, *background,
                     ],
                     outputs=[rows],
@@ -536,7 +547,7 @@ class Renderer:
             mask = self._no_mask
         for base, count in self._launch_ranges(views, k):
             wp.launch(
-                kernels.entry_setup,
+                kernels.ENTRY_SETUP[self.coverage],
                 dim=count * k,
                 inputs=[
                     self._view_origin, self._view_basis, self._view_step, self._view_world,
@@ -544,7 +555,8 @@ class Renderer:
                     self._line_a, self._line_b, self._line_hw, self._line_kind,
                     self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
                     self._line_color, self._light_color,
-                    focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, self._bin_mode, base,
+                    focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, self._bin_mode,
+                    kernels.COVERAGE_MODES[self.coverage](), base,
                 ],
                 outputs=[self._rec, mask],
                 device=self.device,

@@ -24,7 +24,7 @@ Scene JSON (metres, degrees; x east, y north, z up; every key but ``ego`` option
       "stop_lines": [[[40, -7], [40, 0]]],
       "walls": [{"points": [[0, 12], [100, 12]], "height": 4}],
       "lights": [{"position": [45, -8, 4.5], "heading_deg": 180, "state": "red"}],  # red|yellow|green|off
-      "antialias": true, "supersample": 1
+      "antialias": true, "supersample": 1, "coverage": "ramp"       # coverage: ramp | exact
     }
 
 Points may be [x, y] (z = 0) or [x, y, z]. ``rig`` takes every `CameraRig` argument.
@@ -119,7 +119,7 @@ def scene_from_json(scene: dict) -> tuple[RoadMap, np.ndarray, np.ndarray, dict]
     """Parse a scene dict: (road map, (S, BOX_WIDTH) boxes with the ego in slot 0, light states, options)."""
     if "ego" not in scene:
         raise ValueError("scene: 'ego' is required")
-    known = {"rig", "ego", "agents", "markings", "road_edges", "stop_lines", "walls", "lights", "antialias", "supersample"}
+    known = {"rig", "ego", "agents", "markings", "road_edges", "stop_lines", "walls", "lights", "antialias", "supersample", "coverage"}
     unknown = sorted(set(scene) - known)
     if unknown:
         raise ValueError(f"scene: unknown keys {unknown}; known: {sorted(known)}")
@@ -163,7 +163,10 @@ def scene_from_json(scene: dict) -> tuple[RoadMap, np.ndarray, np.ndarray, dict]
     boxes[0] = _box(scene["ego"], "ego")
     for i, a in enumerate(agents):
         boxes[1 + i] = _box(a, f"agents[{i}]")
-    options = {"antialias": bool(scene.get("antialias", True)), "supersample": int(scene.get("supersample", 1))}
+    options = {
+        "antialias": bool(scene.get("antialias", True)), "supersample": int(scene.get("supersample", 1)),
+        "coverage": str(scene.get("coverage", "ramp")),
+    }  # fmt: skip
     return road_map, boxes, np.asarray(states, np.int32), options
 
 
@@ -190,6 +193,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", type=int, default=1, help="upscale the PNG by this factor (nearest)")
     p.add_argument("--supersample", type=int, help="rays per pixel per axis (2 = reference mode)")
     p.add_argument("--no-antialias", action="store_true", help="hard edges (1 sample, no coverage)")
+    p.add_argument("--coverage", choices=("ramp", "exact"), help="box-edge coverage mode (default ramp)")
     p.add_argument("--agent", type=int, default=0, help="--map: slot of the agent whose views to draw (default 0)")
     p.add_argument("--agents", type=int, default=60, help="--map: agents the simulator spawns (default 60)")
     p.add_argument("--parked", type=int, default=32, help="--map: parked cars (default 32, Table 5)")
@@ -237,7 +241,7 @@ def run(args: argparse.Namespace) -> None:
     from pictura.render import CameraRig, Renderer
 
     rig_args: dict = {}
-    options = {"antialias": True, "supersample": 1}
+    options = {"antialias": True, "supersample": 1, "coverage": "ramp"}
     if args.scale < 1:
         raise ValueError(f"--scale must be >= 1, got {args.scale}")
     if args.scene:
@@ -263,6 +267,8 @@ def run(args: argparse.Namespace) -> None:
         options["supersample"] = args.supersample
     if args.no_antialias:
         options["antialias"] = False
+    if args.coverage:
+        options["coverage"] = args.coverage
     renderer = Renderer([road_map], layout, rig, device=args.device, **options)
     renderer.validate_requests(boxes[None], np.array([[0, ego]]))
     views = renderer.render_numpy(boxes[None], light_state[None], np.array([[0, ego]]))[0]

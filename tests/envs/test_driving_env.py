@@ -173,3 +173,12 @@ def test_restore_state_rewinds_exactly():
         td = again
     with pytest.raises(ValueError, match="save_state"):
         env.restore_state({"pos": saved["pos"]})
+
+
+def test_render_coverage_reaches_the_renderer_and_bad_values_are_named():
+    env = small_env(render_coverage="exact")
+    assert env.renderer.coverage == "exact"
+    pixels = env.reset()["observation", "pixels"]
+    assert pixels.shape[0] == env.batch_size[0]
+    with pytest.raises(ValueError, match="coverage"):
+        small_env(render_coverage="analytic")

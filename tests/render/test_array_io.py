@@ -52,16 +52,17 @@ def write_all(
         store_rgb(rgb_out, i, j, rgb[i, j])
     for k in range(rec.shape[1]):
         e = rec[i, k]
-        kernels.store_record(rec_out, i, k, e.r0, e.r1, e.r2, e.bound)
+        kernels.store_record(rec_out, i, k, e.r0, e.r1, e.r2, e.bound, e.r3)
 
 
 def record_array(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    """Random records as the structured dtype Warp gives `EntryRecord`, padding left zero."""
+    """Random records as the structured dtype Warp gives `EntryRecord`."""
     dtype = kernels.EntryRecord.numpy_dtype()
     out = np.zeros(shape, dtype)
     for name in ("r0", "r1", "r2"):
         out[name] = rng.normal(size=(*shape, 4)).astype(np.float32)
     out["bound"] = rng.random(shape).astype(np.float32)
+    out["r3"] = rng.normal(size=(*shape, 3)).astype(np.float32)
     return out
 
 
@@ -97,6 +98,7 @@ def check_array_io(device: str) -> None:
         assert np.array_equal(have, want)
     want_words = np.stack([rec["r0"], rec["r1"], rec["r2"], np.zeros((n, 4), np.float32)], 1)
     want_words[:, 3, 0] = rec["bound"]
+    want_words[:, 3, 1:] = rec["r3"]
     assert np.array_equal(got[4], want_words)
 
     rgb_out = wp.zeros((n, 7), wp.vec3ub, device=device)
@@ -110,7 +112,7 @@ def check_array_io(device: str) -> None:
         outputs=[rgb_out, rec_out],
     )  # fmt: skip
     assert np.array_equal(rgb_out.numpy(), rgb)
-    assert rec_out.numpy().tobytes() == rec_2d.tobytes()  # the padding written as zeros too
+    assert rec_out.numpy().tobytes() == rec_2d.tobytes()
 
 
 def test_array_io_matches_numpy_indexing_on_cpu():

@@ -188,7 +188,10 @@ def test_raster_thread_shape_does_not_change_the_image(town, width, height, kw, 
 
 @pytest.mark.parametrize(
     ("width", "height", "kw"),
-    [(96, 54, {}), (37, 21, {}), (40, 20, {"supersample": 2}), (40, 20, {"antialias": False})],
+    [
+        (96, 54, {}), (37, 21, {}), (40, 20, {"supersample": 2}), (40, 20, {"antialias": False}),
+        (96, 54, {"coverage": "exact"}), (37, 21, {"coverage": "exact", "supersample": 2}),
+    ],  # fmt: skip
 )
 def test_tight_tile_bins_drop_nothing_that_is_drawn(town, width, height, kw):
     # Every entry in every tile is the reference: the screen rectangle and outline edges of

@@ -45,11 +45,11 @@ def test_ptxas_report_parses_per_kernel():
 def test_script_reports_the_raster_at_its_register_cap():
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, str(root / "benchmarks" / "render_registers.py"), "--kernels", "raster_views,view_rays"],
+        [sys.executable, str(root / "benchmarks" / "render_registers.py"), "--kernels", "raster_views[ramp],view_rays"],
         capture_output=True, text=True, check=True, cwd=root,
     )  # fmt: skip
     rows = {r["kernel"]: r for r in map(json.loads, done.stdout.splitlines())}
-    assert set(rows) == {"raster_views", "view_rays"}
+    assert set(rows) == {"raster_views[ramp]", "view_rays"}
     from pictura.render.kernels import RASTER_MAX_REGISTERS
 
-    assert rows["raster_views"]["registers"] <= RASTER_MAX_REGISTERS
+    assert rows["raster_views[ramp]"]["registers"] <= RASTER_MAX_REGISTERS
