@@ -1513,12 +1513,12 @@ def box_face(
 
 
 _PRESENT = wp.constant(1.0e-4)
-"""Weight of a face that the pixel centre misses by more than `coverage`'s ramp but whose edge
-the pixel may still overlap (`box_face`): it names the face for the colour and the
-silhouette's edge (`silhouette_coverage`), which sets the coverage."""
+"""`ExactCoverage`'s weight of a face that the pixel centre misses by more than `coverage`'s ramp
+but whose edge the pixel may still overlap (`face_weight`): it names the face for the colour
+and the silhouette's edge (`silhouette_coverage`), which sets the coverage."""
 _REACH = wp.constant(0.75)
 """A face edge's reach in the face's plane, times |d_a| / (t pix), is at most 1 / sqrt(2)
-(`box_face`); 0.75 leaves a margin for the ray's off-axis angle."""
+(`face_weight`); 0.75 leaves a margin for the ray's off-axis angle."""
 _THICK = wp.constant(2.0)
 """Pixels a face must span on screen across each of its axes for `ExactCoverage` to draw it
 from its edge lines (`thick_face`): a thinner face (a roof seen from just above it) has edge
