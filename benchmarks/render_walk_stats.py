@@ -89,14 +89,14 @@ def walk_bands(
         while bits != wp.uint32(0):
             low = bits & (~bits + wp.uint32(1))
             bits = bits ^ low
-            e = rec[v * capacity + wd * 32 + wp.bit_count(low - wp.uint32(1))]
+            i = v * capacity + wd * 32 + wp.bit_count(low - wp.uint32(1))
+            e = rec[i]
             if e.bound >= t_opaque:
                 done = 1
                 break
             wp.atomic_or(walked_out, base + wd, low)
-            r3 = wp.vec4(e.bound, e.r3[0], e.r3[1], e.r3[2])
             f = kernels.record_fragment(
-                e.r0, e.r1, e.r2, r3, int(e.r2[3]), d, g, face_color, misc_color[2], pix, near, far, 1,
+                e.r0, e.r1, e.r2, rec, i, int(e.r2[3]), d, g, face_color, misc_color[2], pix, near, far, 1,
                 kernels.RampCoverage(),
             )  # fmt: skip
             if f[4] > 0.0:

@@ -1647,7 +1647,7 @@ def silhouette_coverage(
 
 @wp.func
 def box_alpha(
-    r0: wp.vec4, r1: wp.vec4, r2: wp.vec4, r3: wp.vec4, d: wp.vec3, dx: float, dy: float,
+    r0: wp.vec4, r1: wp.vec4, rec: wp.array(dtype=EntryRecord), i: int, d: wp.vec3, dx: float, dy: float,
     best: int, best_t: float, cov_sum: float, pix: float, antialias: int, mode: RampCoverage,
 ) -> float:  # fmt: skip
     """`RampCoverage`: the box's coverage is its faces' summed ramp."""
@@ -1656,14 +1656,18 @@ def box_alpha(
 
 @wp.func
 def box_alpha(  # noqa: F811
-    r0: wp.vec4, r1: wp.vec4, r2: wp.vec4, r3: wp.vec4, d: wp.vec3, dx: float, dy: float,
+    r0: wp.vec4, r1: wp.vec4, rec: wp.array(dtype=EntryRecord), i: int, d: wp.vec3, dx: float, dy: float,
     best: int, best_t: float, cov_sum: float, pix: float, antialias: int, mode: ExactCoverage,
 ) -> float:  # fmt: skip
     """`ExactCoverage`: the box's coverage is its silhouette's (`silhouette_coverage`), from
-    face ``best`` (0, 1, 2: across x, y, z) met at ``best_t``, with the image's axes from r2 and
-    r3 (`entry_setup`); ``dx``, ``dy`` = the ray in the box frame."""
+    face ``best`` (0, 1, 2: across x, y, z) met at ``best_t``, with the image's axes from words 2
+    and 3 of record ``i`` of ``rec`` (`entry_setup`); ``dx``, ``dy`` = the ray in the box frame.
+    The two words are loaded again here, not held from the walk: held, they raised the
+    raster's spills at its register cap (ptxas, sm_90: 92 bytes instead of 84)."""
     if antialias == 0:
         return wp.min(cov_sum, 1.0)
+    r2 = record_word(rec, i, 2)
+    r3 = record_word(rec, i, 3)
     # The image's axes in the box frame: across u = (r2[1], r2[2], 0), down w = r3[1:]; the
     # forward axis u x w gives the ray's cos(phi) to it.
     u0 = r2[1]
@@ -1689,8 +1693,8 @@ def box_alpha(  # noqa: F811
 def box_fragment(
     r0: wp.vec4,
     r1: wp.vec4,
-    r2: wp.vec4,
-    r3: wp.vec4,
+    rec: wp.array(dtype=EntryRecord),
+    i: int,
     kind: int,
     d: wp.vec3,
     face_color: wp.array(dtype=wp.vec3),
@@ -1740,7 +1744,7 @@ def box_fragment(
     if cz > 0.0:
         col += cz * load_vec3(face_color, base + 4 + wp.where(r0[2] < 0.0, 1, 0))
     col = col * (depth_shade(best_t) / cov_sum)
-    alpha = box_alpha(r0, r1, r2, r3, d, dx, dy, best, best_t, cov_sum, pix, antialias, mode)
+    alpha = box_alpha(r0, r1, rec, i, d, dx, dy, best, best_t, cov_sum, pix, antialias, mode)
     return vec5(best_t, col[0], col[1], col[2], alpha)
 
 
@@ -1878,7 +1882,8 @@ def record_fragment(
     r0: wp.vec4,
     r1: wp.vec4,
     r2: wp.vec4,
-    r3: wp.vec4,
+    rec: wp.array(dtype=EntryRecord),
+    i: int,
     kind: int,
     d: wp.vec3,
     g: wp.vec3,
@@ -1890,11 +1895,12 @@ def record_fragment(
     antialias: int,
     mode: Any,
 ) -> vec5:
-    """The fragment (t, r, g, b, alpha) a record (r0, r1, r2, r3 = its fourth word) of REF_*
-    ``kind`` leaves on the ray (alpha 0 = none); ``g`` = `ground_frame` (d, pix), computed once
-    per ray by the caller; ``mode`` (`RampCoverage` or `ExactCoverage`) picks the cuboids'."""
+    """The fragment (t, r, g, b, alpha) record ``i`` of ``rec`` (its words r0, r1, r2, loaded by
+    the caller) of REF_* ``kind`` leaves on the ray (alpha 0 = none); ``g`` = `ground_frame`
+    (d, pix), computed once per ray by the caller; ``mode`` (`RampCoverage` or `ExactCoverage`)
+    picks the cuboids'."""
     if kind == _REF_AGENT:
-        return box_fragment(r0, r1, r2, r3, int(r2[0]), d, face_color, pix, near, far, antialias, mode)
+        return box_fragment(r0, r1, rec, i, int(r2[0]), d, face_color, pix, near, far, antialias, mode)
     if kind == _REF_WALL:
         fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
         if fw[1] <= 0.0:
@@ -1913,9 +1919,8 @@ def record_fragment(
 
 @wp.func
 def entry_fragment(
-    rec: wp.array2d(dtype=EntryRecord),
-    v: int,
-    k: int,
+    rec: wp.array(dtype=EntryRecord),
+    i: int,
     d: wp.vec3,
     g: wp.vec3,
     face_color: wp.array(dtype=wp.vec3),
@@ -1925,12 +1930,12 @@ def entry_fragment(
     far: float,
     antialias: int,
 ) -> vec5:
-    """The fragment list entry k of view v leaves on the ray (alpha 0 = none); ``g`` =
-    `ground_frame` (d, pix), computed once per ray by the caller."""
-    e = rec[v, k]
-    r3 = wp.vec4(e.bound, e.r3[0], e.r3[1], e.r3[2])
+    """The fragment record ``i`` of the flattened lists ``rec`` leaves on the ray (alpha 0 =
+    none; cuboids by `RampCoverage`); ``g`` = `ground_frame` (d, pix), computed once per ray by
+    the caller."""
+    e = rec[i]
     return record_fragment(
-        e.r0, e.r1, e.r2, r3, int(e.r2[3]), d, g, face_color, wall_color, pix, near, far, antialias, RampCoverage()
+        e.r0, e.r1, e.r2, rec, i, int(e.r2[3]), d, g, face_color, wall_color, pix, near, far, antialias, RampCoverage()
     )
 
 
@@ -2015,13 +2020,13 @@ def trace_ray(
             r0 = record_word(rec, i, 0)
             r1 = record_word(rec, i, 1)
             r2 = record_word(rec, i, 2)
-            r3 = record_word(rec, i, 3)
-            if r3[0] >= t_opaque:  # the entry's bound
+            if record_word(rec, i, 3)[0] >= t_opaque:  # the entry's bound
                 done = 1
                 break
             f = record_fragment(
-                r0, r1, r2, r3, int(r2[3]), d, g, face_color, load_vec3(misc_color, 2), pix, near, far, antialias, mode
-            )
+                r0, r1, r2, rec, i, int(r2[3]), d, g, face_color, load_vec3(misc_color, 2), pix, near, far, antialias,
+                mode,
+            )  # fmt: skip
             if f[4] <= 0.0:
                 continue  # no coverage: the faded alpha below would be <= 0 too
             t = f[0]
@@ -2472,7 +2477,7 @@ def raster_ids(
     list_ref: wp.array2d(dtype=wp.int32),
     list_bound: wp.array2d(dtype=wp.float32),
     list_count: wp.array(dtype=wp.int32),
-    rec: wp.array2d(dtype=EntryRecord),
+    rec: wp.array(dtype=EntryRecord),  # flattened, list_ref.shape[1] records per view
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
     focal: float,
@@ -2506,7 +2511,7 @@ def raster_ids(
             frag = vec5(0.0)
             ident = int(-1)
             if kind == _REF_AGENT or kind == _REF_WALL:
-                frag = entry_fragment(rec, v, k, d, g, face_color, misc_color[2], 1.0, near, far, 0)
+                frag = entry_fragment(rec, v * list_ref.shape[1] + k, d, g, face_color, misc_color[2], 1.0, near, far, 0)
                 ident = -2
                 if kind == _REF_AGENT:
                     ident = ref & _REF_MASK

@@ -592,7 +592,8 @@ class Renderer:
             dim=views * H * W,
             inputs=[
                 self._view_origin, self._view_basis, self._view_world,
-                self._list_ref, self._list_bound, self._list_count, self._rec, self._face_color, self._misc_color,
+                self._list_ref, self._list_bound, self._list_count, self._rec.flatten(), self._face_color,
+                self._misc_color,
                 self.rig.focal, cx, cy, self.rig.near, self.rig.far,
             ],
             outputs=[ids],
