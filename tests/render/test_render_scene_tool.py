@@ -25,6 +25,29 @@ def test_scene_json_round_trip(tmp_path):
     assert len(np.unique(views.reshape(-1, 3), axis=0)) > 10  # something besides ground and sky
 
 
+def test_coverage_mode_from_the_scene_or_the_flag(tmp_path):
+    # Both modes draw the example; they differ only where boxes have edges (a few pixels), and
+    # an unknown mode stops the tool with a message that names the field.
+    scene = json.loads(json.dumps(EXAMPLE_SCENE))
+    path = tmp_path / "scene.json"
+    views = {}
+    for mode in ("ramp", "exact"):
+        scene["coverage"] = mode
+        path.write_text(json.dumps(scene))
+        main(["--scene", str(path), "--out", str(tmp_path / f"{mode}.png"), "--width", "96", "--height", "54"])
+        views[mode] = np.load(tmp_path / f"{mode}.npy").astype(int)
+    changed = (np.abs(views["exact"] - views["ramp"]).max(-1) > 0).mean()
+    assert 0.0 < changed < 0.05
+    scene["coverage"] = "ramp"
+    path.write_text(json.dumps(scene))
+    main(["--scene", str(path), "--coverage", "exact", "--out", str(tmp_path / "flag.png"), "--width", "96", "--height", "54"])
+    np.testing.assert_array_equal(np.load(tmp_path / "flag.npy"), views["exact"])
+    scene["coverage"] = "analytic"
+    path.write_text(json.dumps(scene))
+    with pytest.raises(SystemExit, match="coverage"):
+        main(["--scene", str(path), "--out", str(tmp_path / "bad.png")])
+
+
 def test_scene_errors_name_the_field():
     bad = json.loads(json.dumps(EXAMPLE_SCENE))
     bad["agents"][0]["type"] = "tank"
