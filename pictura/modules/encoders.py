@@ -231,15 +231,25 @@ class ActorCritic(nn.Module):
 
     OBSERVATION_KEYS: tuple[str, ...] = ()
 
-    def build_trunk(self, backbone_width: int, trunk_width: int, trunk_layers: int, num_actions: int) -> None:
+    def build_trunk(
+        self, backbone_width: int, trunk_width: int, trunk_layers: int, num_actions: int, critic_trunk: bool = False
+    ) -> None:
+        """The GELU MLP trunk and the two heads; with ``critic_trunk`` the critic head reads a
+        second trunk of the same shape (``self.critic_trunk``), so the value loss reaches the
+        encoders but not the actor's trunk."""
         _check_positive(trunk_width=trunk_width, trunk_layers=trunk_layers, num_actions=num_actions)
         self.backbone_width = backbone_width
-        layers: list[nn.Module] = []
-        width_in = backbone_width
-        for _ in range(trunk_layers):
-            layers += [nn.Linear(width_in, trunk_width), nn.GELU()]
-            width_in = trunk_width
-        self.trunk = nn.Sequential(*layers)
+
+        def mlp() -> nn.Sequential:
+            layers: list[nn.Module] = []
+            width_in = backbone_width
+            for _ in range(trunk_layers):
+                layers += [nn.Linear(width_in, trunk_width), nn.GELU()]
+                width_in = trunk_width
+            return nn.Sequential(*layers)
+
+        self.trunk = mlp()
+        self.critic_trunk = mlp() if critic_trunk else None
         self.actor = nn.Linear(trunk_width, num_actions)
         self.critic = nn.Linear(trunk_width, 1)
         # Small actor init: a near-uniform first policy (CleanRL / PPO practice).
@@ -265,7 +275,8 @@ class ActorCritic(nn.Module):
     def heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, backbone_width) -> logits (B, num_actions), value (B,)."""
         hidden = self.trunk(features)
-        return self.actor(hidden), self.critic(hidden).squeeze(-1)
+        value_hidden = hidden if self.critic_trunk is None else self.critic_trunk(features)
+        return self.actor(hidden), self.critic(value_hidden).squeeze(-1)
 
     def forward(self, observation) -> tuple[torch.Tensor, torch.Tensor]:
         """``observation``: the env's TensorDict (with an "observation" entry) or that entry."""

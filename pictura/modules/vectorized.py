@@ -93,6 +93,11 @@ class VectorizedPolicy(ActorCritic):
             the learning rate per step, so over a few thousand steps the first layer can hardly
             grow enough to tell near cars apart. Measured once (twentieth session, gain 10):
             collisions 19.8 -> 19.0 %, no clear change.
+        critic_trunk: not in Table 4 (off): the critic head reads a trunk of its own (4 x 512,
+            ~0.98 M more parameters), so the value loss no longer steers the actor's trunk.
+            Why it exists: in the twentieth session's vectorized runs the value term's gradient
+            was 6-29x the policy term's (`train/grad_norm/{value,policy}`). Not yet measured
+            in training.
     """
 
     OBSERVATION_KEYS = OBSERVATION_KEYS
@@ -107,6 +112,7 @@ class VectorizedPolicy(ActorCritic):
         trunk_layers: int = 4,
         group_norm: bool = False,
         partner_position_gain: float = 1.0,
+        critic_trunk: bool = False,
     ):
         super().__init__()
         _check_positive(num_actions=num_actions, group_width=group_width, trunk_width=trunk_width, trunk_layers=trunk_layers)
@@ -138,7 +144,7 @@ class VectorizedPolicy(ActorCritic):
         self.traffic = SetEncoder(widths["traffic"][1], group_width, group_norm)
         self.ego = GroupMLP(ego[0] + ego_aux[0], group_width, group_norm)
         self.conditioning = self.conditioning_encoder(observation_spec, group_width, group_norm)
-        self.build_trunk(groups * group_width, trunk_width, trunk_layers, num_actions)
+        self.build_trunk(groups * group_width, trunk_width, trunk_layers, num_actions, critic_trunk)
 
     def forward_tensors(
         self,

@@ -185,6 +185,26 @@ def test_partner_position_gain_scales_only_positions_and_distance():
     assert not torch.allclose(gained(obs)[0], plain(obs)[0])
 
 
+def test_critic_trunk_keeps_the_value_loss_off_the_actor_trunk():
+    torch.manual_seed(0)
+    spec = _spec()
+    obs = _observation(spec, torch.Generator().manual_seed(2))["observation"]
+    assert "critic_trunk.0.weight" not in VectorizedPolicy(spec).state_dict()  # default: Table 4
+    policy = VectorizedPolicy(spec, critic_trunk=True)
+    logits, value = policy(obs)
+    # The value reads the critic's own trunk: its gradient reaches the encoders and that trunk,
+    # not the actor's; the logits' gradient reaches no part of the critic's trunk.
+    grads = torch.autograd.grad(value.sum(), list(policy.parameters()), allow_unused=True, retain_graph=True)
+    by_name = dict(zip([n for n, _ in policy.named_parameters()], grads, strict=True))
+    assert all(by_name[n] is None for n in by_name if n.startswith("trunk."))
+    assert all(by_name[n] is not None for n in by_name if n.startswith(("critic_trunk.", "partners.")))
+    grads = torch.autograd.grad(logits.sum(), list(policy.parameters()), allow_unused=True)
+    by_name = dict(zip([n for n, _ in policy.named_parameters()], grads, strict=True))
+    assert all(by_name[n] is None for n in by_name if n.startswith(("critic_trunk.", "critic.")))
+    assert all(by_name[n] is not None for n in by_name if n.startswith("trunk."))
+    assert policy.parameter_counts()["critic_trunk"] == policy.parameter_counts()["trunk"]
+
+
 def test_clear_errors():
     spec = _spec()
     with pytest.raises(ValueError, match="partner_position_gain"):
