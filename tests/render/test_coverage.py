@@ -25,7 +25,7 @@ TURNED = [  # a side face seen obliquely
     (10.0, -1.0, 0.0, -0.4, 4.0, 1.8, 1.4),
     (8.0, -2.0, 0.0, 2.0, 4.5, 2.0, 1.4),
 ]
-OBLIQUE = [  # side faces seen at 57-74 degrees, for the exact mode only (the ramp is 0.05-0.33 off)
+OBLIQUE = [  # boxes turned 57-74 degrees, for the exact mode only (the ramp is 0.05-0.33 off)
     (12.0, 3.0, 0.0, 1.25, 4.5, 2.0, 1.4),
     (9.0, -3.0, 0.0, -1.3, 4.5, 2.0, 1.4),
     (7.0, 2.5, 0.0, 1.0, 4.5, 2.0, 1.4),
