@@ -182,6 +182,8 @@ def mosaic(views: np.ndarray, columns: int = 2, gap: int = 2) -> np.ndarray:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from pictura.render.kernels import COVERAGE_MODES
+
     p = argparse.ArgumentParser(prog="python -m pictura render", description=__doc__.split("\n\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--scene", type=Path, help="hand-written scene JSON (see --example)")
@@ -193,7 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", type=int, default=1, help="upscale the PNG by this factor (nearest)")
     p.add_argument("--supersample", type=int, help="rays per pixel per axis (2 = reference mode)")
     p.add_argument("--no-antialias", action="store_true", help="hard edges (1 sample, no coverage)")
-    p.add_argument("--coverage", choices=("ramp", "exact"), help="box-edge coverage mode (default ramp)")
+    p.add_argument("--coverage", choices=sorted(COVERAGE_MODES), help="box-edge coverage mode (default ramp)")
     p.add_argument("--agent", type=int, default=0, help="--map: slot of the agent whose views to draw (default 0)")
     p.add_argument("--agents", type=int, default=60, help="--map: agents the simulator spawns (default 60)")
     p.add_argument("--parked", type=int, default=32, help="--map: parked cars (default 32, Table 5)")
