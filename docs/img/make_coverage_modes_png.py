@@ -21,9 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pictura.maps.roadmap import AGENT_VEHICLE  # noqa: E402
-from pictura.render.palette import GROUND, SKY, to_uint8  # noqa: E402
-from tests.render.conftest import boxes, front_silhouette, polygon_pixel_area  # noqa: E402
-from tests.render.test_coverage import TURNED, H, W  # noqa: E402
+from tests.render.conftest import boxes  # noqa: E402
+from tests.render.test_coverage import TURNED, H, W, edge_coverage_error_map  # noqa: E402
 from tests.render.test_rasterizer import EGO, front_renderer, render_one  # noqa: E402
 
 POSE = TURNED[0]
@@ -31,35 +30,13 @@ MODES = (("ramp (default)", {"coverage": "ramp"}), ("exact", {"coverage": "exact
 CROP = (slice(22, 44), slice(22, 58))  # rows, columns around the box
 
 
-def coverage_of(image: np.ndarray, face: np.ndarray, bg: np.ndarray) -> np.ndarray:
-    """Per pixel, the coverage c of ``image`` = bg + c (face - bg), projected on face - bg."""
-    diff = face - bg
-    return ((image - bg) @ diff) / (diff @ diff)
-
-
 def main() -> None:
     scene = boxes(8, {0: EGO, 1: (*POSE, AGENT_VEHICLE)})
-    r = front_renderer(width=W, height=H)
-    hull = front_silhouette(r.rig.focal, r.rig.principal, POSE)
-    exact = np.array([[polygon_pixel_area(hull, x, y) for x in range(W)] for y in range(H)])
-    cy = r.rig.principal[1]
     fig, axes = plt.subplots(2, len(MODES), figsize=(4.2 * len(MODES), 6.2))
     for col, (label, options) in enumerate(MODES):
-        image = render_one(front_renderer(width=W, height=H, **options), scene)[0].astype(np.float64)
-        # Each silhouette pixel against the background of its side of the horizon and the face
-        # colour two pixels inward, as the test reads it; errors only where the exact area is
-        # strictly between 0 and 1 and away from the hull's corners.
-        err = np.full((H, W), np.nan)
-        for y, x in zip(*np.nonzero((exact > 0.0) & (exact < 1.0)), strict=True):
-            if np.hypot(hull[:, 0] - (x + 0.5), hull[:, 1] - (y + 0.5)).min() < 2.0 or abs(y + 0.5 - cy) < 2.0:
-                continue
-            bg = np.array(to_uint8(SKY if y + 0.5 < cy else GROUND), np.float64)
-            for dy, dx in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-                y2, x2 = y + 2 * dy, x + 2 * dx
-                if 0 <= y2 < H and 0 <= x2 < W and exact[y + dy, x + dx] >= 1.0 and exact[y2, x2] >= 1.0:
-                    err[y, x] = abs(coverage_of(image[y, x], image[y2, x2], bg) - exact[y, x])
-                    break
-        axes[0, col].imshow(image[CROP].astype(np.uint8), interpolation="nearest")
+        image = render_one(front_renderer(width=W, height=H, **options), scene)[0]
+        err = edge_coverage_error_map(POSE, **options)  # the test's measure, pixel by pixel
+        axes[0, col].imshow(image[CROP], interpolation="nearest")
         axes[0, col].set_title(label)
         shown = axes[1, col].imshow(err[CROP], vmin=0.0, vmax=0.12, cmap="magma", interpolation="nearest")
         axes[1, col].set_title(f"error, max {np.nanmax(err):.3f}")

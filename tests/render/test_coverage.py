@@ -34,17 +34,18 @@ EXACT_WITHIN = 0.02  # issue 5 (8-bit colours add up to ~0.005 of their own)
 RAMP_WITHIN = 0.13  # main's in-plane ramp: 0.007 head-on, 0.058-0.123 on these turned poses
 
 
-def edge_coverage_errors(pose, coverage: str = "ramp") -> list[float]:
-    """|coverage - exact area| of each silhouette pixel away from the hull's corners and from the
-    horizon. A pixel's colour is bg + c (face - bg), c its coverage; the face colour is read two
-    pixels inward (the same face when the pixel three inward matches it)."""
-    r = front_renderer(width=W, height=H, coverage=coverage)
+def edge_coverage_error_map(pose, **options) -> np.ndarray:
+    """(H, W): |coverage - exact area| of each silhouette pixel away from the hull's corners and
+    from the horizon, NaN elsewhere; ``options`` go to the `Renderer` (``coverage``,
+    ``supersample``). A pixel's colour is bg + c (face - bg), c its coverage; the face colour is
+    read two pixels inward (the same face when the pixel three inward matches it)."""
+    r = front_renderer(width=W, height=H, **options)
     img = render_one(r, boxes(8, {0: EGO, 1: (*pose, AGENT_VEHICLE)}))[0].astype(np.float64)
     cy = r.rig.principal[1]
     hull = front_silhouette(r.rig.focal, r.rig.principal, pose)
     exact = np.array([[polygon_pixel_area(hull, x, y) for x in range(W)] for y in range(H)])
     sky, ground = np.array(to_uint8(SKY), np.float64), np.array(to_uint8(GROUND), np.float64)
-    errors = []
+    errors = np.full((H, W), np.nan)
     for y, x in zip(*np.nonzero((exact > 0.0) & (exact < 1.0)), strict=True):
         if np.hypot(hull[:, 0] - (x + 0.5), hull[:, 1] - (y + 0.5)).min() < 2.0 or abs(y + 0.5 - cy) < 2.0:
             continue
@@ -55,8 +56,15 @@ def edge_coverage_errors(pose, coverage: str = "ramp") -> list[float]:
             if exact[y + dy, x + dx] >= 1.0 and exact[y2, x2] >= 1.0 and np.abs(img[y2, x2] - img[y3, x3]).max() <= 2:
                 bg = sky if y + 0.5 < cy else ground
                 face = img[y2, x2] - bg
-                errors.append(abs(float(np.dot(img[y, x] - bg, face) / np.dot(face, face)) - exact[y, x]))
+                errors[y, x] = abs(float(np.dot(img[y, x] - bg, face) / np.dot(face, face)) - exact[y, x])
                 break
+    return errors
+
+
+def edge_coverage_errors(pose, coverage: str = "ramp") -> list[float]:
+    """`edge_coverage_error_map`'s measured pixels, at least 20 of them."""
+    error_map = edge_coverage_error_map(pose, coverage=coverage)
+    errors = error_map[~np.isnan(error_map)].tolist()
     assert len(errors) >= 20  # enough edge pixels to mean something
     return errors
 
