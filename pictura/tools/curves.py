@@ -23,6 +23,7 @@ import argparse
 import functools
 import json
 import math
+import sys
 from pathlib import Path
 
 CURVE_METRICS = ("goals", "at_fault_collision", "offroad", "red_light", "km_per_infraction")
@@ -103,8 +104,24 @@ def _panels(count: int):
 
 
 def _save(fig, axes, title: str, path: str | Path):
-    """Legend on the first panel, the title, then ``path`` (folders made); returns ``fig``."""
-    axes[0].legend(fontsize=7)
+    """One legend for all panels, below them (inside a panel it hid the curves once a few runs
+    were compared): the runs, as the first panel draws them, plus a key for dashed lines where a
+    panel has them (`plot_curves`' share on halted wrecks). Then the title, then ``path``
+    (folders made); returns ``fig``."""
+    from matplotlib.lines import Line2D
+
+    handles, labels = axes[0].get_legend_handles_labels()
+    if any(line.get_linestyle() == "--" for ax in axes for line in ax.get_lines()):
+        handles.append(Line2D([], [], color="grey", linestyle="--"))
+        labels.append("dashed: the part on halted wrecks")
+    columns = min(len(handles), 4) or 1
+    rows = -(-len(handles) // columns)
+    width, height = fig.get_size_inches()
+    legend_in = 0.2 * rows + 0.1
+    fig.set_size_inches(width, height + legend_in)
+    # the panels keep their size: the old bottom margin (inches) plus the legend's rows
+    fig.subplots_adjust(bottom=(0.2 * height + legend_in) / (height + legend_in), top=1.0 - 0.14 * height / (height + legend_in))
+    fig.legend(handles, labels, loc="lower center", ncol=columns, fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=9)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
@@ -165,7 +182,6 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path):
             wrecks = [scale * density_mean(r, "at_fault_halted") for r in records]
             if any(math.isfinite(w) for w in wrecks):
                 ax.plot(x, wrecks, linestyle="--", color=line.get_color(), label=f"{name}: on halted wrecks")
-                ax.legend(fontsize=6)
         ax.set_title(METRIC_LABELS[metric], fontsize=9)
         ax.set_xlabel("agent-steps trained (M)" if by_steps else "PPO iteration", fontsize=8)
         ax.grid(alpha=0.3)
@@ -228,10 +244,17 @@ def main(argv: list[str] | None = None) -> None:
             runs[name] = read(path)
         except (FileNotFoundError, ValueError) as err:
             p.error(str(err))
-        # tags asked for by name must be there (the default panels tolerate older logs)
-        missing = [t for t in tags if args.scalars is not None and t not in runs[name]]
-        if missing:
-            p.error(f"{path}: no scalar {', '.join(missing)} in its TensorBoard events")
+    if args.training and args.scalars is not None:
+        # a tag asked for by name must be in some run (a typo is an error); an older run that
+        # lacks it leaves its line out of that panel, with a warning naming the run
+        for tag in tags:
+            lacking = [name for name, scalars in runs.items() if tag not in scalars]
+            if len(lacking) == len(runs):
+                where = args.runs[0].rpartition("=")[2] if len(runs) == 1 else "any run"
+                p.error(f"{where}: no scalar {tag} in its TensorBoard events")
+            for name in lacking:
+                print(f"curves: warning: run {name!r} has no scalar {tag}; its panel leaves the run out",
+                      file=sys.stderr)
     import matplotlib.pyplot as plt
 
     if args.training:

@@ -87,6 +87,26 @@ def test_training_scalars_from_tensorboard_events(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--training", "--scalars", "train/grad_norm", f"fp32={run}", "--out", str(tmp_path / "g.png")])
     assert "no scalar train/grad_norm" in capsys.readouterr().err
+    # an older run without the tag: warned about by name, left out of that panel only
+    newer = tmp_path / "newer"
+    writer = SummaryWriter(str(newer))
+    for it in range(2):
+        writer.add_scalar("train/agent_steps", 1000 * (it + 1), it)
+        writer.add_scalar("train/grad_norm", 3.0 - it, it)
+        writer.add_scalar("train/loss/entropy", 2.0, it)
+    writer.close()
+    scalars = {name: read_training_scalars(path, ("train/grad_norm", "train/loss/entropy"))
+               for name, path in (("old", run), ("new", newer))}
+    main(["--training", "--scalars", "train/grad_norm,train/loss/entropy", f"old={run}", f"new={newer}",
+          "--out", str(tmp_path / "m.png")])
+    assert "run 'old' has no scalar train/grad_norm" in capsys.readouterr().err
+    fig = curves.plot_training(scalars, tmp_path / "m2.png", ("train/grad_norm", "train/loss/entropy"))
+    points = [{line.get_label(): list(line.get_ydata()) for line in ax.get_lines()} for ax in fig.axes]
+    assert points[0] == {"old": [], "new": pytest.approx([3.0, 2.0])}  # same colours in every panel
+    assert len(points[1]["old"]) == 3 and len(points[1]["new"]) == 2
+    with pytest.raises(SystemExit):
+        main(["--training", "--scalars", "train/grad_nrom", f"old={run}", f"new={newer}", "--out", str(tmp_path / "x.png")])
+    assert "any run: no scalar train/grad_nrom" in capsys.readouterr().err
 
 
 def test_at_fault_panel_shows_the_share_on_halted_wrecks(tmp_path):
@@ -102,3 +122,7 @@ def test_at_fault_panel_shows_the_share_on_halted_wrecks(tmp_path):
     # records without the breakdown (older runs) draw the total alone
     bare = curves.plot_curves({"old": [_record(0, 0, {"60": 0.0})]}, tmp_path / "d.png")
     assert [line.get_label() for line in bare.axes[1].get_lines()] == ["old"]
+    # one legend below the panels: the runs, and a key for the dashed lines where there are any
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["alberti", "dashed: the part on halted wrecks"]
+    assert [t.get_text() for t in bare.legends[0].get_texts()] == ["old"]
+    assert not any(ax.get_legend() for ax in fig.axes)
