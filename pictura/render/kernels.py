@@ -1735,6 +1735,9 @@ def box_fragment(
     if cz > best_cov:
         best_t = fz[0]
         best = 2
+    # The coverage before the colour: `ExactCoverage`'s silhouette then runs without the mixed
+    # colour held, which cut its raster's spills from 84 to 68 bytes and gained 1.3 % (round 29).
+    alpha = box_alpha(r0, r1, rec, i, d, dx, dy, best, best_t, cov_sum, pix, antialias, mode)
     base = kind * 6
     col = wp.vec3(0.0)
     if cx > 0.0:
@@ -1744,7 +1747,6 @@ def box_fragment(
     if cz > 0.0:
         col += cz * load_vec3(face_color, base + 4 + wp.where(r0[2] < 0.0, 1, 0))
     col = col * (depth_shade(best_t) / cov_sum)
-    alpha = box_alpha(r0, r1, rec, i, d, dx, dy, best, best_t, cov_sum, pix, antialias, mode)
     return vec5(best_t, col[0], col[1], col[2], alpha)
 
 
