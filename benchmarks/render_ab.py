@@ -148,6 +148,8 @@ def main(argv: list[str] | None = None) -> None:
                 "device": al["device"],
                 "gpu": al.get("gpu"),
                 "resolution": res,
+                "args": args.extra,  # what both runs were given after "--"
+                "coverage": al.get("coverage"),
                 "agents": al["agents"],
                 "ref_agent_steps_per_s": bl["agent_steps_per_s"],
                 "agent_steps_per_s": al["agent_steps_per_s"],
