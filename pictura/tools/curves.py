@@ -249,9 +249,10 @@ def main(argv: list[str] | None = None) -> None:
         # lacks it leaves its line out of that panel, with a warning naming the run
         for tag in tags:
             lacking = [name for name, scalars in runs.items() if tag not in scalars]
+            if len(runs) == 1 and lacking:
+                p.error(f"{args.runs[0].rpartition('=')[2]}: no scalar {tag} in its TensorBoard events")
             if len(lacking) == len(runs):
-                where = args.runs[0].rpartition("=")[2] if len(runs) == 1 else "any run"
-                p.error(f"{where}: no scalar {tag} in its TensorBoard events")
+                p.error(f"no scalar {tag} in any run's TensorBoard events")
             for name in lacking:
                 print(f"curves: warning: run {name!r} has no scalar {tag}; its panel leaves the run out",
                       file=sys.stderr)

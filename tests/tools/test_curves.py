@@ -106,7 +106,7 @@ def test_training_scalars_from_tensorboard_events(tmp_path, capsys):
     assert len(points[1]["old"]) == 3 and len(points[1]["new"]) == 2
     with pytest.raises(SystemExit):
         main(["--training", "--scalars", "train/grad_nrom", f"old={run}", f"new={newer}", "--out", str(tmp_path / "x.png")])
-    assert "any run: no scalar train/grad_nrom" in capsys.readouterr().err
+    assert "no scalar train/grad_nrom in any run's TensorBoard events" in capsys.readouterr().err
 
 
 def test_at_fault_panel_shows_the_share_on_halted_wrecks(tmp_path):
