@@ -17,10 +17,11 @@ import numpy as np
 import torch
 import warp as wp
 from tensordict import TensorDict, TensorDictBase
-from torchrl.data import Bounded, Categorical, Composite, Unbounded
+from torchrl.data import Bounded, Composite, Unbounded
 from torchrl.envs import EnvBase
 
 from pictura.envs.observations import VectorizedObservationConfig
+from pictura.envs.specs import set_step_specs
 from pictura.maps import load_road_map
 from pictura.render import CameraRig, Renderer
 from pictura.sim import (
@@ -240,36 +241,7 @@ class DrivingEnv(EnvBase):
             observation["pixels"] = Bounded(0, 255, shape=(S, C, H, W, 3), dtype=torch.uint8, device=dev)
         else:
             observation.update(self.vectorized.spec(S, dev))
-        self.observation_spec = Composite(
-            observation=observation,
-            valid=Categorical(2, shape=(S,), dtype=torch.bool, device=dev),
-            world_id=Unbounded(shape=(S,), dtype=torch.int64, device=dev),
-            info=Composite(
-                reward=Composite(
-                    {t: Unbounded(shape=(S, 1), dtype=torch.float32, device=dev) for t in REWARD_TERMS},
-                    shape=(S,),
-                    device=dev,
-                ),
-                event=Composite(
-                    {e: Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev) for e in EVENTS},
-                    shape=(S,),
-                    device=dev,
-                ),
-                shape=(S,),
-                device=dev,
-            ),
-            shape=(S,),
-            device=dev,
-        )
-        self.action_spec = Categorical(NUM_ACTIONS, shape=(S,), dtype=torch.int64, device=dev)
-        self.reward_spec = Unbounded(shape=(S, 1), dtype=torch.float32, device=dev)
-        self.done_spec = Composite(
-            done=Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev),
-            terminated=Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev),
-            truncated=Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev),
-            shape=(S,),
-            device=dev,
-        )
+        set_step_specs(self, observation, NUM_ACTIONS, REWARD_TERMS, EVENTS)
 
     # ---- rendering -----------------------------------------------------------------------
     def _new_pixels(self, n: int) -> torch.Tensor:

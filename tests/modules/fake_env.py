@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDict, TensorDictBase
-from torchrl.data import Bounded, Categorical, Composite, Unbounded
+from torchrl.data import Bounded, Composite, Unbounded
 from torchrl.envs import EnvBase
+
+from pictura.envs.specs import set_step_specs
 
 NUM_ACTIONS = 12
 EGO_WIDTH = 7
@@ -96,43 +98,15 @@ class FakeDrivingEnv(EnvBase):
     def _make_specs(self) -> None:
         S, dev = self.num_slots, self.device
         C, H, W = self.num_cameras, self.rig.height, self.rig.width
-        self.observation_spec = Composite(
-            observation=Composite(
-                pixels=Bounded(0, 255, shape=(S, C, H, W, 3), dtype=torch.uint8, device=dev),
-                ego=Unbounded(shape=(S, EGO_WIDTH), dtype=torch.float32, device=dev),
-                conditioning=Unbounded(shape=(S, CONDITIONING_WIDTH), dtype=torch.float32, device=dev),
-                goals=Unbounded(shape=(S, 3, 2), dtype=torch.float32, device=dev),
-                shape=(S,),
-                device=dev,
-            ),
-            valid=Categorical(2, shape=(S,), dtype=torch.bool, device=dev),
-            world_id=Unbounded(shape=(S,), dtype=torch.int64, device=dev),
-            info=Composite(
-                reward=Composite(
-                    {t: Unbounded(shape=(S, 1), dtype=torch.float32, device=dev) for t in REWARD_TERMS},
-                    shape=(S,),
-                    device=dev,
-                ),
-                event=Composite(
-                    {e: Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev) for e in EVENTS},
-                    shape=(S,),
-                    device=dev,
-                ),
-                shape=(S,),
-                device=dev,
-            ),
+        observation = Composite(
+            pixels=Bounded(0, 255, shape=(S, C, H, W, 3), dtype=torch.uint8, device=dev),
+            ego=Unbounded(shape=(S, EGO_WIDTH), dtype=torch.float32, device=dev),
+            conditioning=Unbounded(shape=(S, CONDITIONING_WIDTH), dtype=torch.float32, device=dev),
+            goals=Unbounded(shape=(S, 3, 2), dtype=torch.float32, device=dev),
             shape=(S,),
             device=dev,
         )
-        self.action_spec = Categorical(NUM_ACTIONS, shape=(S,), dtype=torch.int64, device=dev)
-        self.reward_spec = Unbounded(shape=(S, 1), dtype=torch.float32, device=dev)
-        self.done_spec = Composite(
-            done=Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev),
-            terminated=Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev),
-            truncated=Categorical(2, shape=(S, 1), dtype=torch.bool, device=dev),
-            shape=(S,),
-            device=dev,
-        )
+        set_step_specs(self, observation, NUM_ACTIONS, REWARD_TERMS, EVENTS)
 
     # ---- rendering: a pure function of (box, light) -------------------------------------------
     def _pixels_of(self, box: torch.Tensor, light: torch.Tensor) -> torch.Tensor:
