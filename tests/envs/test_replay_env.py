@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,26 +15,20 @@ import warp as wp
 
 from pictura.envs.observations import VectorizedObservationConfig
 from pictura.envs.replay import ReplayDrivingEnv, replay_sim_config
-from pictura.maps import data_root, load
+from pictura.maps import load
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE
 from pictura.sim.replay import SLOT_CONTROLLED, SLOT_EMPTY, SLOT_REPLAYED
 from pictura.sim.snapshot import BOX_INVALID
+from tests.data import data_missing, data_path
 
 OBS = VectorizedObservationConfig(max_lanes=16, max_boundaries=16, subdivide_long_segments=5.0)
 
 
 def _json_files() -> list[Path]:
-    try:
-        root = data_root() / "womd" / "gpudrive_json"
-    except FileNotFoundError as err:
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"no data root: {err}")
-    files = sorted(root.glob("*.json")) if root.is_dir() else []
+    root = data_path("womd", "gpudrive_json", directory=True)
+    files = sorted(root.glob("*.json"))
     if not files:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but {root} holds no WOMD JSON scenes")
-        pytest.skip(f"{root} holds no WOMD JSON scenes (samples are not in the repository)")
+        data_missing(f"{root} holds no WOMD JSON scenes")
     return files
 
 

@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pictura.eval.protocols import womd_controllable, womd_scenes, womd_selection, womd_sources
-from pictura.maps import data_root, load
+from pictura.maps import load
+from tests.data import data_path
 
 
 def _womd_dir() -> Path:
-    try:
-        root = data_root() / "womd"
-    except FileNotFoundError as err:
-        if os.environ.get("CI") == "true":
-            raise
-        pytest.skip(f"no data root: {err}")
-    if not root.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but {root} is missing")
-        pytest.skip(f"{root} is missing (WOMD samples are not in the repository)")
-    return root
+    return data_path("womd", directory=True)
 
 
 def _json_files() -> list[Path]:

@@ -6,16 +6,16 @@ the same file; lane-graph edges are checked against the file's own link records.
 
 from __future__ import annotations
 
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pictura.maps import CARLA_TOWNS, data_root
+from pictura.maps import CARLA_TOWNS
 from pictura.maps.opendrive import build_road_map
 from pictura.maps.roadmap import MAX_LANE_CHUNK_M, SIGN_STOP, SIGN_YIELD
+from tests.data import data_path
 
 # From /work/shared/data/README.md: lights (type 1000001), stop / yield signs, junctions.
 README = {
@@ -33,18 +33,7 @@ MAX_GAP_M = 0.05
 
 
 def _town_path(town: str) -> Path:
-    try:
-        path = data_root() / "carla" / f"{town}.xodr"
-    except FileNotFoundError as err:
-        path = None
-        reason = str(err)
-    else:
-        reason = f"{path} is absent"
-    if path is None or not path.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CARLA data required under CI: {reason}")
-        pytest.skip(f"CARLA data not available: {reason}")
-    return path
+    return data_path("carla", f"{town}.xodr")
 
 
 @pytest.fixture(scope="session")

@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pictura.maps import data_root, load
+from pictura.maps import load
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE, MAX_LANE_CHUNK_M, Scenario
 from pictura.maps.womd import decode_scenario, read_womd_tfrecord, read_womd_tfrecord_all
 from pictura.maps.womd.features import infer_lane_graph
+from tests.data import data_path
 
 
 def _womd_file(*parts: str) -> Path:
-    """A file under <data root>/womd; skip when absent, fail under CI=true."""
-    ci = os.environ.get("CI") == "true"
-    try:
-        path = data_root().joinpath("womd", *parts)
-    except FileNotFoundError as exc:
-        if ci:
-            raise
-        pytest.skip(f"WOMD data not available: {exc}")
-    if not path.is_file():
-        if ci:
-            pytest.fail(f"CI=true but {path} is missing")
-        pytest.skip(f"WOMD data not available: {path} is missing")
-    return path
+    """A file under <data root>/womd (`tests.data.data_path`)."""
+    return data_path("womd", *parts)
 
 
 TFRECORD = ("tfrecord", "motion_data_one_scenario.tfrecord")

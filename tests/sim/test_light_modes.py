@@ -3,15 +3,13 @@ green) at their configured rates, and every stop line of the maps governed by a 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 from pictura.maps import load_road_map
 from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF
-from pictura.maps.sources import data_root
 from pictura.sim import reset
+from tests.data import data_path
 
 from .conftest import loop_map, make_world, vehicle_config
 
@@ -79,12 +77,5 @@ def test_procedural_stop_lines_have_lights(seed):
 
 @pytest.mark.parametrize("town", ["Town03", "Town05"])
 def test_carla_stop_lines_have_lights(town):
-    try:
-        root = data_root()
-    except FileNotFoundError:
-        root = None
-    if root is None or not (root / "carla" / f"{town}.xodr").exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but carla/{town}.xodr is missing under the data root")
-        pytest.skip(f"carla/{town}.xodr not under the data root")
+    data_path("carla", f"{town}.xodr")
     _check_governed(load_road_map(f"carla:{town}"))

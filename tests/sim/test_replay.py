@@ -7,16 +7,15 @@ the code under test.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-from pictura.maps import Scenario, data_root, load
+from pictura.maps import Scenario, load
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE, LIGHT_OFF
 from pictura.sim import EVENTS, SimConfig, build_model, reset, step
 from pictura.sim.replay import SLOT_CONTROLLED, SLOT_EMPTY, SLOT_REPLAYED, ReplayLog
 from pictura.sim.snapshot import BOX_INVALID, WorldLayout
+from tests.data import data_path
 from tests.sim.conftest import DEVICE, set_slots, straight_map
 
 E_GOAL, E_COLLISION, E_RED = (EVENTS.index(e) for e in ("goal", "collision", "red_light"))
@@ -94,16 +93,7 @@ def run(model, s0, s1, control, steps, actions=KEEP, seed=0, record=None):
 
 
 def womd_file(name: str):
-    path = None
-    try:
-        path = data_root() / "womd" / "gpudrive_json" / name
-    except FileNotFoundError:
-        pass
-    if path is None or not path.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but the WOMD scene {name} is missing under the data root")
-        pytest.skip(f"WOMD scene {name} not found under the data root")
-    return path
+    return data_path("womd", "gpudrive_json", name)
 
 
 def test_replayed_tracks_follow_their_logs_exactly():
