@@ -1,7 +1,8 @@
 """pictura.eval: the paper's driving metrics and evaluation protocols (App. C).
 
 - `metrics`: `EpisodeMetrics` (on-device accumulator), `collision_at_fault`, `collision_partner`,
-  `all_reduce_counters`, `summarize`, `METRICS`, `COUNTERS`, `PARTNERS`;
+  `all_reduce_counters`, `summarize`, `METRICS`, `COUNTERS` / `ALL_COUNTERS` (with the scenario
+  `MOMENTS` behind the standard errors), `PARTNERS`;
 - `protocols`: in-domain (`run_in_domain`, `run_density`, `eval_sim_config`) and the WOMD scene
   selection (`womd_selection`, `womd_scenes`; rollouts need log replay, `run_womd` raises);
 - `policies`: random / constant baselines, `load_checkpoint` (argmax policy of a PPO checkpoint);
@@ -11,6 +12,7 @@
 """
 
 from pictura.eval.metrics import (
+    ALL_COUNTERS,
     COUNTERS,
     METRICS,
     PARTNERS,
@@ -22,6 +24,7 @@ from pictura.eval.metrics import (
 )
 
 __all__ = [
+    "ALL_COUNTERS",
     "COUNTERS",
     "METRICS",
     "PARTNERS",

@@ -12,6 +12,12 @@ An *infraction* is an at-fault collision, an off-road or a red-light violation. 
 vehicle is not at fault for still ends its episode (the simulator halts it) but is not an
 infraction; it is counted separately as ``collision`` (any collision).
 
+Standard errors: a run that says which scenario each slot plays (`EpisodeMetrics(scenario=...)`,
+as the in-domain protocol and `DensitySweep` do) also sums per-scenario second moments, and
+`summarize` then reports ``<metric>_se`` beside each of the five: the standard error of a ratio
+of sums over scenarios (the delta method, scenarios as the independent units, since the
+vehicles of one scenario meet each other), from two scenarios on.
+
 Diagnostics beside the five: what the at-fault collisions hit (`PARTNERS`), as shares of
 episodes that add up to ``at_fault_collision``: ``at_fault_halted`` (an agent already halted by
 an earlier infraction: a wreck, which stays in place as an obstacle), ``at_fault_driving`` (an
@@ -58,6 +64,24 @@ COUNTERS = (
 (C_EPISODES, C_AT_FAULT, C_COLLISION, C_OFFROAD, C_RED_LIGHT, C_GOALS, C_DISTANCE, C_INFRACTION) = range(8)
 C_PARTNER = 8
 """Index of ``at_fault_halted``; the other `PARTNERS` follow."""
+RATIOS = {
+    "at_fault_collision": ("at_fault_collision", "episodes"),
+    "offroad": ("offroad", "episodes"),
+    "red_light": ("red_light", "episodes"),
+    "goals": ("goals", "episodes"),
+    "km_per_infraction": ("distance_m", "infraction_episodes"),
+}
+"""Each of the five `METRICS` as a ratio of two `COUNTERS` (numerator, denominator); km per
+infraction in metres until `summarize` divides by 1000."""
+MOMENTS = (
+    "scenarios",
+    *sorted({f"{a}*{b}" for num, den in RATIOS.values() for a, b in ((num, num), (num, den), (den, den))}),
+)
+"""Sums over scenarios behind the standard errors: the number of scenarios, and for each ratio
+a / b of `RATIOS` the sums of a^2, a b and b^2 over scenarios (``"a*b"``), appended to the
+counters vector after `COUNTERS` (`ALL_COUNTERS`)."""
+ALL_COUNTERS = COUNTERS + MOMENTS
+"""The counters vector's layout: `COUNTERS`, then `MOMENTS` (zeros without scenario ids)."""
 
 MIN_AT_FAULT_SPEED = 0.2
 """m/s: a colliding vehicle slower than this is not at fault (App. C.1)."""
@@ -182,14 +206,31 @@ class EpisodeMetrics:
 
     All per-step arguments are (S,) tensors; ``mask`` (bool) says which slots count this step
     (controlled vehicles still driving); events outside an open episode are ignored.
+
+    ``scenario`` (S,) int, optional: the scenario each slot plays (0 .. K-1, e.g. its world).
+    Closed episodes then also add up per scenario, and `close_scenarios` (after the scenarios
+    end) folds those sums into the `MOMENTS` part of ``counters``, for `summarize`'s standard
+    errors. ``counters`` is laid out as `ALL_COUNTERS` either way.
     """
 
-    def __init__(self, num_slots: int, device: str | torch.device = "cpu") -> None:
+    def __init__(
+        self, num_slots: int, device: str | torch.device = "cpu", scenario: torch.Tensor | None = None
+    ) -> None:
         if num_slots < 1:
             raise ValueError(f"num_slots must be >= 1, got {num_slots}")
         dev = torch.device(device)
         self.num_slots = num_slots
-        self.counters = torch.zeros(len(COUNTERS), dtype=torch.float64, device=dev)
+        self.counters = torch.zeros(len(ALL_COUNTERS), dtype=torch.float64, device=dev)
+        self.scenario = None
+        self._scenario_sums = None
+        if scenario is not None:
+            self.scenario = self._check(scenario, "scenario").to(dev, torch.int64)
+            if self.scenario.min() < 0:
+                raise ValueError("EpisodeMetrics: scenario ids must be >= 0")
+            # (K, len(COUNTERS)) sums of the episodes closed so far, per scenario
+            self._scenario_sums = torch.zeros(
+                int(self.scenario.max()) + 1, len(COUNTERS), dtype=torch.float64, device=dev
+            )
         self.open = torch.zeros(num_slots, dtype=torch.bool, device=dev)
         # per open episode: (S, 5) bool at_fault, collision, offroad, red_light, infraction
         self._flags = torch.zeros(num_slots, 5, dtype=torch.bool, device=dev)
@@ -247,15 +288,20 @@ class EpisodeMetrics:
         closing = self.open if mask is None else self.open & self._check(mask, "mask").bool()
         w = closing.to(torch.float64)
         flags = self._flags.to(torch.float64) * w[:, None]
-        self.counters[C_EPISODES] += w.sum()
-        self.counters[C_AT_FAULT] += flags[:, 0].sum()
-        self.counters[C_COLLISION] += flags[:, 1].sum()
-        self.counters[C_OFFROAD] += flags[:, 2].sum()
-        self.counters[C_RED_LIGHT] += flags[:, 3].sum()
-        self.counters[C_INFRACTION] += flags[:, 4].sum()
-        self.counters[C_GOALS] += (self._goals * w).sum()
-        self.counters[C_DISTANCE] += (self._distance * w).sum()
-        self.counters[C_PARTNER : C_PARTNER + len(PARTNERS)] += (self._partner.to(torch.float64) * w[:, None]).sum(0)
+        # each closing episode's contribution to every counter, one row per slot
+        rows = torch.zeros(self.num_slots, len(COUNTERS), dtype=torch.float64, device=self.device)
+        rows[:, C_EPISODES] = w
+        rows[:, C_AT_FAULT] = flags[:, 0]
+        rows[:, C_COLLISION] = flags[:, 1]
+        rows[:, C_OFFROAD] = flags[:, 2]
+        rows[:, C_RED_LIGHT] = flags[:, 3]
+        rows[:, C_INFRACTION] = flags[:, 4]
+        rows[:, C_GOALS] = self._goals * w
+        rows[:, C_DISTANCE] = self._distance * w
+        rows[:, C_PARTNER : C_PARTNER + len(PARTNERS)] = self._partner.to(torch.float64) * w[:, None]
+        self.counters[: len(COUNTERS)] += rows.sum(0)
+        if self._scenario_sums is not None:
+            self._scenario_sums.index_add_(0, self.scenario, rows)
         keep = ~closing
         self.open &= keep
         self._flags &= keep[:, None]
@@ -263,10 +309,43 @@ class EpisodeMetrics:
         self._goals *= keep
         self._distance *= keep
 
+    def close_scenarios(self) -> None:
+        """The scenarios have ended (every episode closed by `finish`): add their `MOMENTS`
+        (scenarios with at least one episode) to ``counters`` and start the next scenarios' sums
+        from zero, so slots may play new scenarios under the same ids. A no-op without
+        ``scenario`` ids."""
+        if self._scenario_sums is None:
+            return
+        self.counters[len(COUNTERS) :] += scenario_moments(self._scenario_sums)
+        self._scenario_sums.zero_()
+
     def _check(self, t: torch.Tensor, name: str) -> torch.Tensor:
         if t.shape != (self.num_slots,):
             raise ValueError(f"EpisodeMetrics: {name} must have shape ({self.num_slots},), got {tuple(t.shape)}")
         return t
+
+
+def scenario_moments(sums: torch.Tensor) -> torch.Tensor:
+    """(K, len(COUNTERS)) per-scenario sums -> the `MOMENTS` vector of the scenarios that had
+    an episode: their count, and the sums over them of each product ``a*b``."""
+    sums = sums[sums[:, C_EPISODES] > 0]
+    index = {name: i for i, name in enumerate(COUNTERS)}
+    out = [torch.tensor(float(sums.shape[0]), dtype=torch.float64, device=sums.device)]
+    for name in MOMENTS[1:]:
+        a, b = name.split("*")
+        out.append((sums[:, index[a]] * sums[:, index[b]]).sum())
+    return torch.stack(out)
+
+
+def ratio_standard_error(a: float, b: float, aa: float, ab: float, bb: float, k: float) -> float:
+    """Standard error of the ratio R = a / b of two sums over k independent scenarios, from the
+    sums over scenarios of a_i^2, a_i b_i and b_i^2 (the delta method):
+    SE^2 = sum_i (a_i - R b_i)^2 / (k (k - 1) (b / k)^2). NaN below two scenarios or b = 0."""
+    if k < 2 or b <= 0:
+        return math.nan
+    r = a / b
+    spread = max(aa - 2.0 * r * ab + r * r * bb, 0.0)  # rounding can leave it a hair below 0
+    return math.sqrt(spread / (k * (k - 1.0))) / (b / k)
 
 
 def all_reduce_counters(counters: torch.Tensor) -> torch.Tensor:
@@ -279,14 +358,20 @@ def all_reduce_counters(counters: torch.Tensor) -> torch.Tensor:
 
 def summarize(counters: torch.Tensor) -> dict[str, float]:
     """The five metrics (rates in [0, 1], goals per episode, km per infraction) and the raw
-    counts, from a `COUNTERS` vector (one host sync).
+    counts, from an `ALL_COUNTERS` vector (or a bare `COUNTERS` one; one host sync). With
+    `MOMENTS` from two scenarios on, also ``scenarios`` and each metric's standard error
+    ``<metric>_se`` (`ratio_standard_error`; none where the metric has no denominator).
 
     ``km_per_infraction`` is ``inf`` when no episode had an infraction, ``nan`` when there was no
     episode at all (rates are ``nan`` then too).
     """
-    if counters.shape != (len(COUNTERS),):
-        raise ValueError(f"counters must have shape ({len(COUNTERS)},), got {tuple(counters.shape)}")
-    c = dict(zip(COUNTERS, counters.detach().cpu().tolist(), strict=True))
+    if counters.shape not in ((len(COUNTERS),), (len(ALL_COUNTERS),)):
+        raise ValueError(
+            f"counters must have shape ({len(ALL_COUNTERS)},) (or ({len(COUNTERS)},) without moments), "
+            f"got {tuple(counters.shape)}"
+        )
+    values = counters.detach().cpu().tolist()
+    c = dict(zip(ALL_COUNTERS, values + [0.0] * (len(ALL_COUNTERS) - len(values)), strict=True))
     n = c["episodes"]
     out: dict[str, float] = {}
     for name in ("at_fault_collision", "offroad", "red_light", "goals"):
@@ -304,4 +389,12 @@ def summarize(counters: torch.Tensor) -> dict[str, float]:
     out["episodes"] = n
     out["infraction_episodes"] = c["infraction_episodes"]
     out["distance_km"] = km
+    if c["scenarios"] > 0:
+        out["scenarios"] = c["scenarios"]
+    for name, (num, den) in RATIOS.items():
+        se = ratio_standard_error(
+            c[num], c[den], c[f"{num}*{num}"], c[f"{num}*{den}"], c[f"{den}*{den}"], c["scenarios"]
+        )
+        if math.isfinite(se):  # two scenarios or more, and a denominator
+            out[f"{name}_se"] = se / 1000.0 if num == "distance_m" else se
     return out

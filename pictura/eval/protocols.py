@@ -77,7 +77,7 @@ def eval_sim_config(steps: int, base: SimConfig | None = None) -> SimConfig:
 
 @dataclass
 class InDomainResult:
-    """Counters of one density (see `pictura.eval.metrics.COUNTERS`), not yet reduced."""
+    """Counters of one density (see `pictura.eval.metrics.ALL_COUNTERS`), not yet reduced."""
 
     density: int
     scenarios: int
@@ -119,6 +119,14 @@ def build_in_domain_env(
     )
 
 
+def scenario_metrics(env) -> EpisodeMetrics:
+    """`EpisodeMetrics` for ``env`` whose scenarios are its worlds (fixed worlds: slot s plays
+    in world s // slots per world), for the standard errors (`EpisodeMetrics.close_scenarios`
+    after each batch)."""
+    slot_world = torch.arange(env.num_slots, device=env.device) // (env.num_slots // env.num_worlds)
+    return EpisodeMetrics(env.num_slots, env.device, scenario=slot_world)
+
+
 def run_density(
     env,
     policy: Policy,
@@ -128,7 +136,8 @@ def run_density(
     progress: Callable[[int], None] | None = None,
 ) -> torch.Tensor:
     """Play ``scenarios`` scenarios (one world each, ``env.num_worlds`` at a time, a fresh seed
-    per batch) and return the `COUNTERS` sums (not reduced over ranks).
+    per batch) and return the `ALL_COUNTERS` sums, scenario moments included (not reduced over
+    ranks).
 
     ``steps`` must not exceed the env's episode length (`eval_sim_config`). ``progress(n)`` is
     called after each batch with the number of scenarios it finished.
@@ -140,13 +149,14 @@ def run_density(
             f"steps={steps} reach the env's episode_length={env.sim_config.episode_length}: build it "
             "with eval_sim_config(steps)"
         )
-    metrics = EpisodeMetrics(env.num_slots, env.device)
+    metrics = scenario_metrics(env)
     done = batch = 0
     worlds = torch.arange(env.num_worlds, device=env.device)
     while done < scenarios:
         n = min(env.num_worlds, scenarios - done)
         env.set_seed(seed + 7919 * batch)
         rollout_scenarios(env, policy, steps, metrics, world_mask=worlds < n)
+        metrics.close_scenarios()
         done += n
         batch += 1
         if progress is not None:
@@ -332,7 +342,7 @@ def womd_scenes(
 
 @dataclass
 class WomdResult:
-    """Counters of one density (see `pictura.eval.metrics.COUNTERS`), not yet reduced;
+    """Counters of one density (see `pictura.eval.metrics.ALL_COUNTERS`), not yet reduced;
     ``scenes``: scenes rolled out, ``skipped``: scenes without a controlled vehicle."""
 
     density: float
@@ -399,8 +409,9 @@ def run_womd(
         env = build_env(
             scenarios=batch, density=density, seed=seed, device=device, sim=base_sim, episode_length=steps + 1
         )
-        metrics = EpisodeMetrics(env.num_slots, env.device)
+        metrics = scenario_metrics(env)
         rollout_scenarios(env, make_policy(env), steps, metrics)
+        metrics.close_scenarios()
         counters = metrics.counters if counters is None else counters + metrics.counters
         if progress is not None:
             progress(len(batch))

@@ -31,19 +31,27 @@ Results = dict[str, dict[str, dict[str, float]]]
 PERCENT_METRICS = ("at_fault_collision", "offroad", "red_light")
 
 
-def format_value(metric: str, value: float) -> str:
-    """Rates as percentages (1 decimal), goals with 2 decimals, km per infraction with 2."""
+Z95 = 1.96
+"""Half-width of a reported interval in standard errors (95 % for a normal estimate)."""
+
+
+def format_value(metric: str, value: float, se: float | None = None) -> str:
+    """Rates as percentages (1 decimal), goals with 2 decimals, km per infraction with 2; with a
+    standard error ``se``, ``value +- Z95 se`` (`pictura.eval.metrics.summarize`'s ``<metric>_se``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if math.isinf(value):
         return "inf"
-    if metric in PERCENT_METRICS:
-        return f"{100.0 * value:.1f}"
-    return f"{value:.2f}"
+    scale, digits = (100.0, 1) if metric in PERCENT_METRICS else (1.0, 2)
+    text = f"{scale * value:.{digits}f}"
+    if isinstance(se, int | float) and math.isfinite(se):
+        text += f" +- {Z95 * scale * se:.{digits}f}"
+    return text
 
 
 def format_table(results: Results, title: str | None = None) -> str:
-    """A Markdown table: rows = densities, columns = metric (x policy when several)."""
+    """A Markdown table: rows = densities, columns = metric (x policy when several); a value
+    with a standard error in its summary shows its 95 % interval's half-width (``+-``)."""
     policies = list(results)
     if not policies:
         raise ValueError("no results to tabulate")
@@ -61,7 +69,7 @@ def format_table(results: Results, title: str | None = None) -> str:
         for metric in METRICS:
             for policy in policies:
                 summary = results[policy].get(density)
-                row.append(format_value(metric, summary[metric]) if summary else "-")
+                row.append(format_value(metric, summary[metric], summary.get(f"{metric}_se")) if summary else "-")
         rows.append(row)
     lines = ["| " + " | ".join(r) + " |" for r in rows]
     if title:
@@ -89,8 +97,9 @@ def write_json(path: str | Path, results: Results, meta: dict) -> None:
 
 
 def plot_metrics(results: Results, path: str | Path | None = None):
-    """One panel per metric, metric vs density, one line per policy. Saves a PNG when ``path``
-    is given; returns the matplotlib figure (the caller closes it)."""
+    """One panel per metric, metric vs density, one line per policy (with +- 1.96 SE bars where
+    the summaries have standard errors). Saves a PNG when ``path`` is given; returns the
+    matplotlib figure (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -101,12 +110,17 @@ def plot_metrics(results: Results, path: str | Path | None = None):
     for ax, metric in zip(axes, METRICS, strict=True):
         for policy, per_density in results.items():
             labels = list(per_density)
-            values = []
+            scale = 100.0 if metric in PERCENT_METRICS else 1.0
+            values, halves = [], []
             for d in labels:
                 v = per_density[d][metric]
-                scale = 100.0 if metric in PERCENT_METRICS else 1.0
                 values.append(math.nan if v is None or not math.isfinite(v) else scale * v)
-            ax.plot(range(len(labels)), values, marker="o", label=policy)
+                se = per_density[d].get(f"{metric}_se")
+                halves.append(Z95 * scale * se if isinstance(se, int | float) and math.isfinite(se) else 0.0)
+            if any(halves):  # 95 % intervals where the summaries have standard errors
+                ax.errorbar(range(len(labels)), values, yerr=halves, marker="o", capsize=3, label=policy)
+            else:
+                ax.plot(range(len(labels)), values, marker="o", label=policy)
             ax.set_xticks(range(len(labels)), labels)
         ax.set_title(METRIC_LABELS[metric], fontsize=9)
         ax.set_xlabel("agents per world", fontsize=8)

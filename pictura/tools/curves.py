@@ -163,11 +163,22 @@ def density_mean(record: dict, metric: str) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
+def density_mean_se(record: dict, metric: str) -> float:
+    """Standard error of `density_mean` (the densities' own errors combined as independent:
+    sqrt(sum se^2) / D), NaN unless every density of the record has ``<metric>_se`` (records
+    from before the standard errors, or with one scenario per density, have none)."""
+    errors = [summary.get(f"{metric}_se") for summary in record["results"].values()]
+    if not errors or not all(isinstance(e, int | float) and math.isfinite(e) for e in errors):
+        return math.nan
+    return math.sqrt(sum(e * e for e in errors)) / len(errors)
+
+
 def plot_curves(runs: dict[str, list[dict]], path: str | Path):
     """One panel per `CURVE_METRICS` entry, x = agent-steps trained (millions; iterations when
-    a record has no count), one line per run. Saves ``path``; returns the figure."""
+    a record has no count), one line per run, shaded +- `pictura.eval.report.Z95` standard errors where the records
+    have them (`density_mean_se`). Saves ``path``; returns the figure."""
     from pictura.eval.metrics import METRIC_LABELS
-    from pictura.eval.report import PERCENT_METRICS
+    from pictura.eval.report import PERCENT_METRICS, Z95
 
     fig, axes = _panels(len(CURVE_METRICS))
     by_steps = all(r.get("agent_steps") is not None for recs in runs.values() for r in recs)
@@ -175,7 +186,14 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path):
         scale = 100.0 if metric in PERCENT_METRICS else 1.0
         for name, records in runs.items():
             x = [r["agent_steps"] / 1e6 if by_steps else r["iteration"] for r in records]
-            (line,) = ax.plot(x, [scale * density_mean(r, metric) for r in records], marker="o", label=name)
+            y = [scale * density_mean(r, metric) for r in records]
+            (line,) = ax.plot(x, y, marker="o", label=name)
+            half = [Z95 * scale * density_mean_se(r, metric) for r in records]
+            if any(math.isfinite(h) for h in half):
+                ax.fill_between(
+                    x, [v - h for v, h in zip(y, half, strict=True)], [v + h for v, h in zip(y, half, strict=True)],
+                    color=line.get_color(), alpha=0.15, linewidth=0,
+                )  # fmt: skip
             if metric != "at_fault_collision":
                 continue
             # the share spent on halted wrecks (`pictura.eval.metrics.PARTNERS`), if recorded
@@ -193,8 +211,9 @@ def _count(n: int) -> str:
 
 
 def curve_table(runs: dict[str, list[dict]]) -> str:
-    """Markdown: first and last evaluation of every run, density means."""
-    from pictura.eval.report import PERCENT_METRICS
+    """Markdown: first and last evaluation of every run, density means (+- `pictura.eval.report.Z95` standard
+    errors where the records have them)."""
+    from pictura.eval.report import PERCENT_METRICS, Z95
 
     head = "| run | iteration | agent-steps | " + " | ".join(CURVE_METRICS) + " |"
     lines = [head, "|" + "---|" * (3 + len(CURVE_METRICS))]
@@ -202,9 +221,12 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
         for r in (records[0], records[-1]) if len(records) > 1 else records:
             cells = []
             for m in CURVE_METRICS:
-                v = density_mean(r, m) * (100.0 if m in PERCENT_METRICS else 1.0)
+                scale = 100.0 if m in PERCENT_METRICS else 1.0
+                v = density_mean(r, m) * scale
                 digits = 3 if m == "km_per_infraction" else 2  # minutes-old policies: ~0.02 km
-                cells.append(f"{v:.{digits}f}" + (" %" if m in PERCENT_METRICS else ""))
+                half = Z95 * scale * density_mean_se(r, m)
+                interval = f" +- {half:.{digits}f}" if math.isfinite(half) else ""
+                cells.append(f"{v:.{digits}f}{interval}" + (" %" if m in PERCENT_METRICS else ""))
             steps = "-" if r.get("agent_steps") is None else _count(r["agent_steps"])
             lines.append(f"| {name} | {r['iteration']} | {steps} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pictura.envs import DrivingEnv
-from pictura.eval.metrics import COUNTERS, PARTNERS, EpisodeMetrics
+from pictura.eval.metrics import ALL_COUNTERS, COUNTERS, MOMENTS, PARTNERS, EpisodeMetrics, summarize
 from pictura.eval.policies import random_policy
 from pictura.eval.protocols import build_in_domain_env, eval_sim_config, rollout_scenarios, run_density
 from pictura.render import CameraRig
@@ -61,19 +61,21 @@ def test_rollout_counters_match_a_numpy_loop_over_the_states(env):
         states.append(host_copy(env))  # the state this action is chosen in
         return inner(observation)
 
-    metrics = EpisodeMetrics(env.num_slots)
-    env.set_seed(11)
-    rollout_scenarios(env, recording, STEPS, metrics)
-    states.append(host_copy(env))
     S, W = env.num_slots, env.num_worlds
     K = S // W
+    metrics = EpisodeMetrics(env.num_slots, scenario=torch.arange(S) // K)  # a world is a scenario
+    env.set_seed(11)
+    rollout_scenarios(env, recording, STEPS, metrics)
+    metrics.close_scenarios()
+    states.append(host_copy(env))
     P = (states[0]["agent_box"].shape[0] - S) // W
     dt = env.sim_config.dt
 
-    ref = dict.fromkeys(COUNTERS, 0.0)
+    per_world = [dict.fromkeys(COUNTERS, 0.0) for _ in range(W)]
     live = [True] * W
     counted = [bool(states[0]["active"][s]) and states[0]["kind"][s] == 0 for s in range(S)]
-    ref["episodes"] = sum(counted)
+    for s in range(S):
+        per_world[s // K]["episodes"] += counted[s]
     infracted = [False] * S
     for t in range(1, len(states)):
         prev, cur = states[t - 1], states[t]
@@ -82,40 +84,61 @@ def test_rollout_counters_match_a_numpy_loop_over_the_states(env):
                 continue
             w = s // K
             reset = bool(cur["world_reset"][w])
-            ref["distance_m"] += abs(prev["speed"][s]) * dt if reset else max(cur["distance"][s] - prev["distance"][s], 0.0)
+            per_world[w]["distance_m"] += abs(prev["speed"][s]) * dt if reset else max(cur["distance"][s] - prev["distance"][s], 0.0)
             collision, offroad, red, goal = (int(e) for e in cur["events"][s])
-            ref["goals"] += goal
+            per_world[w]["goals"] += goal
             boxes = prev["agent_box"] if reset else cur["agent_box"]
             if collision:
-                ref["collision"] += 1
+                per_world[w]["collision"] += 1
                 at_fault, partner = _at_fault_reference(s, boxes, prev["speed"], w, K, S, P)
                 if at_fault:
-                    ref["at_fault_collision"] += 1
+                    per_world[w]["at_fault_collision"] += 1
                     infracted[s] = True
                     if partner is None:
-                        ref["at_fault_other"] += 1
+                        per_world[w]["at_fault_other"] += 1
                     elif partner >= S:
-                        ref["at_fault_parked"] += 1
+                        per_world[w]["at_fault_parked"] += 1
                     elif prev["halted"][partner]:
-                        ref["at_fault_halted"] += 1
+                        per_world[w]["at_fault_halted"] += 1
                     else:
-                        ref["at_fault_driving"] += 1
+                        per_world[w]["at_fault_driving"] += 1
             if offroad:
-                ref["offroad"] += 1
+                per_world[w]["offroad"] += 1
                 infracted[s] = True
             if red:
-                ref["red_light"] += 1
+                per_world[w]["red_light"] += 1
                 infracted[s] = True
         for w in range(W):
             live[w] = live[w] and not cur["world_reset"][w]
         counted = [counted[s] and bool(cur["active"][s]) and live[s // K] for s in range(S)]
-    ref["infraction_episodes"] = sum(infracted)
+    for s in range(S):
+        per_world[s // K]["infraction_episodes"] += infracted[s]
+    ref = {key: sum(world[key] for world in per_world) for key in COUNTERS}
 
-    got = dict(zip(COUNTERS, metrics.counters.tolist(), strict=True))
+    got = dict(zip(ALL_COUNTERS, metrics.counters.tolist(), strict=True))
     assert ref["episodes"] > 0 and ref["distance_m"] > 0
     assert ref["at_fault_collision"] > 0 and sum(ref[f"at_fault_{p}"] for p in PARTNERS) == ref["at_fault_collision"]
     for key in COUNTERS:
         assert got[key] == pytest.approx(ref[key], rel=1e-5, abs=1e-3), key
+    # the scenario moments: sums over the worlds that had an episode
+    played = [world for world in per_world if world["episodes"] > 0]
+    assert got["scenarios"] == len(played) == W
+    for key in MOMENTS[1:]:
+        a, b = key.split("*")
+        # (squares double the float32 reference distances' relative rounding)
+        assert got[key] == pytest.approx(sum(world[a] * world[b] for world in played), rel=1e-4, abs=1e-3), key
+    # and the standard errors they give, against the spread of the per-world values (delta method)
+    out = summarize(metrics.counters)
+    for metric, num, den, scale in (
+        ("at_fault_collision", "at_fault_collision", "episodes", 1.0),
+        ("offroad", "offroad", "episodes", 1.0),
+        ("goals", "goals", "episodes", 1.0),
+    ):
+        a = np.array([world[num] for world in played])
+        n = np.array([world[den] for world in played])
+        r = a.sum() / n.sum()
+        se = np.sqrt(np.sum((a - r * n) ** 2) / (W * (W - 1))) / n.mean()
+        assert out[f"{metric}_se"] == pytest.approx(se * scale, rel=1e-6, abs=1e-12), metric
 
 
 def test_eval_rules_and_batches(env):
@@ -124,7 +147,8 @@ def test_eval_rules_and_batches(env):
     assert cfg.early_reset_halted_fraction == 1.0
     # 3 scenarios on a 2-world env: two batches, the second uses one world
     counters = run_density(env, random_policy(2), 3, 10, seed=3)
-    assert counters.shape == (len(COUNTERS),) and counters[0] > 0
+    assert counters.shape == (len(ALL_COUNTERS),) and counters[0] > 0
+    assert counters[len(COUNTERS)] == 3  # three scenarios played (two batches)
     with pytest.raises(ValueError, match="episode_length"):
         run_density(env, random_policy(2), 1, STEPS + 1)
     with pytest.raises(ValueError, match="steps"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -122,15 +123,17 @@ def hand_built_episode():
     return torch.tensor([k == AGENT_VEHICLE for k in KINDS]), steps
 
 
-def run(slots: slice | None = None) -> EpisodeMetrics:
+def run(slots: slice | None = None, scenario: torch.Tensor | None = None) -> EpisodeMetrics:
+    """The hand-built episode on ``slots``; ``scenario`` (S,): each slot's scenario id."""
     start, steps = hand_built_episode()
     sl = slots or slice(0, S)
     n = len(range(S)[sl])
-    m = EpisodeMetrics(n)
+    m = EpisodeMetrics(n, scenario=None if scenario is None else scenario[sl])
     m.start(start[sl])
     for step in steps:
         m.update(*(x[sl] for x in step))
     m.finish()
+    m.close_scenarios()
     return m
 
 
@@ -153,6 +156,43 @@ def test_split_batch_summed_equals_single_process():
     halves = run(slice(0, 3)).counters + run(slice(3, 6)).counters
     assert torch.equal(whole, halves)
     assert summarize(halves) == summarize(whole)
+
+
+PAIRS = torch.tensor([0, 0, 1, 1, 2, 2])  # slots 2s, 2s + 1 play scenario s
+
+
+def test_standard_errors_from_the_spread_over_scenarios():
+    """Each metric's standard error against a NumPy delta-method estimate from the scenarios'
+    own counts, read off the hand-built episode (five vehicle episodes, slot 5 a pedestrian)."""
+    out = summarize(run(scenario=PAIRS).counters)
+    assert out["scenarios"] == 3
+    # per scenario (slots 0-1, 2-3, 4-5; `hand_built_episode`): vehicle episodes and the counts
+    n = np.array([2.0, 2.0, 1.0])
+    counts = {
+        "at_fault_collision": np.array([1.0, 0.0, 0.0]),
+        "offroad": np.array([0.0, 0.0, 1.0]),
+        "red_light": np.array([0.0, 1.0, 0.0]),
+        "goals": np.array([0.0, 2.0, 0.0]),
+    }
+    for name, a in counts.items():
+        r = a.sum() / n.sum()
+        se = np.sqrt(np.sum((a - r * n) ** 2) / (3 * 2)) / n.mean()
+        assert out[name] == pytest.approx(r) and out[f"{name}_se"] == pytest.approx(se), name
+    km, inf = np.array([0.004, 0.020 + 0.012, 0.001]), np.array([1.0, 1.0, 1.0])  # km, infraction episodes
+    r = km.sum() / inf.sum()
+    assert out["km_per_infraction_se"] == pytest.approx(np.sqrt(np.sum((km - r * inf) ** 2) / 6) / inf.mean())
+    # no scenario ids, or a single scenario: no standard errors
+    assert not any(key.endswith("_se") for key in summarize(run().counters))
+    assert not any(key.endswith("_se") for key in summarize(run(scenario=torch.zeros(S, dtype=torch.int64)).counters))
+
+
+def test_scenario_moments_add_up_across_ranks():
+    """Ranks that play different scenarios sum their counters, moments included, to what one
+    process playing them all holds (DensitySweep gives each rank its own scenarios)."""
+    whole = run(scenario=PAIRS).counters
+    split = run(slice(0, 4), PAIRS).counters + run(slice(4, 6), PAIRS).counters
+    assert torch.allclose(whole, split)
+    assert summarize(split) == pytest.approx(summarize(whole))
 
 
 def test_all_reduce_counters_sums_what_the_other_rank_holds(monkeypatch):

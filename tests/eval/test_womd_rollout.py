@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pictura.envs.observations import VectorizedObservationConfig
-from pictura.eval.metrics import C_DISTANCE, C_EPISODES, COUNTERS
+from pictura.eval.metrics import ALL_COUNTERS, C_DISTANCE, C_EPISODES, COUNTERS
 from pictura.eval.policies import constant_policy
 from pictura.eval.protocols import replay_env_builder, run_womd
 from tests.eval.test_womd_protocol import _json_files, _reference_controlled
@@ -25,7 +25,8 @@ def test_every_controlled_vehicle_is_one_episode():
     )
     assert result.scenes + result.skipped == len(files)
     assert result.scenes == sum(1 for p in files if _reference_controlled(p))
-    assert result.counters.shape == (len(COUNTERS),)
+    assert result.counters.shape == (len(ALL_COUNTERS),)
+    assert int(result.counters[len(COUNTERS)]) == result.scenes  # every scene a scenario of the standard errors
     assert int(result.counters[C_EPISODES]) == expected
     assert float(result.counters[C_DISTANCE]) > 0.0
 

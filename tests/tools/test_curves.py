@@ -126,3 +126,26 @@ def test_at_fault_panel_shows_the_share_on_halted_wrecks(tmp_path):
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["alberti", "dashed: the part on halted wrecks"]
     assert [t.get_text() for t in bare.legends[0].get_texts()] == ["old"]
     assert not any(ax.get_legend() for ax in fig.axes)
+
+
+def test_standard_errors_shade_the_curve_and_enter_the_table(tmp_path):
+    """With ``<metric>_se`` in every density, the curve gets a +-1.96 SE band (the densities'
+    errors combined: sqrt(sum se^2) / D) and the table's cell its half-width."""
+    records = [_record(0, 0, {"60": 0.0, "120": 0.2}), _record(4, 8_000_000, {"60": 1.0, "120": 1.4})]
+    for r in records:
+        r["results"]["60"]["goals_se"] = 0.3
+        r["results"]["120"]["goals_se"] = 0.4
+    fig = curves.plot_curves({"alberti": records}, tmp_path / "c.png")
+    band = fig.axes[curves.CURVE_METRICS.index("goals")].collections[0]
+    (path,) = band.get_paths()
+    ys = sorted({round(float(y), 6) for y in path.vertices[:, 1]})
+    half = 1.96 * math.sqrt(0.3**2 + 0.4**2) / 2  # 0.49
+    assert min(ys) == pytest.approx(0.1 - half) and max(ys) == pytest.approx(1.2 + half)
+    table = curves.curve_table({"alberti": records})
+    assert f"1.20 +- {half:.2f}" in table
+    # a metric without errors (here every other one) has no band and a bare cell
+    assert not fig.axes[curves.CURVE_METRICS.index("offroad")].collections
+    assert "20.00 %" in table
+    # one density without its error: no band for that record
+    del records[1]["results"]["120"]["goals_se"]
+    assert math.isnan(curves.density_mean_se(records[1], "goals"))

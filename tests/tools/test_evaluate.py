@@ -81,6 +81,11 @@ def test_random_policy_end_to_end(tmp_path, capsys):
     rows = [line for line in printed.splitlines() if line.startswith("|")]
     assert len(rows) == 4 and rows[2].startswith("| 6 |") and rows[3].startswith("| 10 |")
     assert rows[0].count("|") == 1 + 1 + len(METRICS)
+    # three scenarios per density: standard errors, and the table's 95 % half-widths
+    six = data["results"]["random"]["6"]
+    assert six["scenarios"] == 3 and six["at_fault_collision_se"] >= 0.0 and six["goals_se"] >= 0.0
+    cells = [c.strip() for c in rows[2].split("|")[1:-1]]
+    assert cells[1 + METRICS.index("goals")] == f"{six['goals']:.2f} +- {1.96 * six['goals_se']:.2f}"
     assert png.stat().st_size > 0
 
 
