@@ -221,15 +221,18 @@ class EpisodeMetrics:
         dev = torch.device(device)
         self.num_slots = num_slots
         self.counters = torch.zeros(len(ALL_COUNTERS), dtype=torch.float64, device=dev)
-        self.scenario = None
         self._scenario_sums = None
         if scenario is not None:
-            self.scenario = self._check(scenario, "scenario").to(dev, torch.int64)
-            if self.scenario.min() < 0:
+            scenario = self._check(scenario, "scenario").to(dev, torch.int64)
+            if scenario.min() < 0:
                 raise ValueError("EpisodeMetrics: scenario ids must be >= 0")
+            # Per-scenario sums as differences of a running sum over the slots sorted by scenario:
+            # deterministic on every device (an index_add_ adds by atomics on CUDA, in any order).
+            self._scenario_order = torch.argsort(scenario, stable=True)
+            self._scenario_last = torch.bincount(scenario).cumsum(0) - 1  # each id's last sorted row
             # (K, len(COUNTERS)) sums of the episodes closed so far, per scenario
             self._scenario_sums = torch.zeros(
-                int(self.scenario.max()) + 1, len(COUNTERS), dtype=torch.float64, device=dev
+                len(self._scenario_last), len(COUNTERS), dtype=torch.float64, device=dev
             )
         self.open = torch.zeros(num_slots, dtype=torch.bool, device=dev)
         # per open episode: (S, 5) bool at_fault, collision, offroad, red_light, infraction
@@ -301,7 +304,11 @@ class EpisodeMetrics:
         rows[:, C_PARTNER : C_PARTNER + len(PARTNERS)] = self._partner.to(torch.float64) * w[:, None]
         self.counters[: len(COUNTERS)] += rows.sum(0)
         if self._scenario_sums is not None:
-            self._scenario_sums.index_add_(0, self.scenario, rows)
+            running = torch.cumsum(rows[self._scenario_order], 0)
+            running = torch.cat([running.new_zeros(1, len(COUNTERS)), running])
+            last = self._scenario_last + 1  # rows of `running` at each id's end (ids without a slot: 0)
+            before = torch.cat([last.new_zeros(1), last[:-1]])
+            self._scenario_sums += running[last] - running[before]
         keep = ~closing
         self.open &= keep
         self._flags &= keep[:, None]
