@@ -211,24 +211,36 @@ def _count(n: int) -> str:
 
 
 def curve_table(runs: dict[str, list[dict]]) -> str:
-    """Markdown: first and last evaluation of every run, density means (+- `pictura.eval.report.Z95` standard
-    errors where the records have them)."""
+    """Markdown: first and last evaluation of every run, density means (+- `pictura.eval.report.Z95`
+    standard errors where the records have them), and the change between them: its interval
+    (the two errors combined as independent) says whether the change is more than noise."""
     from pictura.eval.report import PERCENT_METRICS, Z95
+
+    def cell(value: float, se: float, metric: str, sign: str = "") -> str:
+        digits = 3 if metric == "km_per_infraction" else 2  # minutes-old policies: ~0.02 km
+        interval = f" +- {Z95 * se:.{digits}f}" if math.isfinite(se) else ""
+        return f"{value:{sign}.{digits}f}{interval}" + (" %" if metric in PERCENT_METRICS else "")
 
     head = "| run | iteration | agent-steps | " + " | ".join(CURVE_METRICS) + " |"
     lines = [head, "|" + "---|" * (3 + len(CURVE_METRICS))]
     for name, records in runs.items():
-        for r in (records[0], records[-1]) if len(records) > 1 else records:
+        ends = (records[0], records[-1]) if len(records) > 1 else (records[0],)
+        for r in ends:
             cells = []
             for m in CURVE_METRICS:
                 scale = 100.0 if m in PERCENT_METRICS else 1.0
-                v = density_mean(r, m) * scale
-                digits = 3 if m == "km_per_infraction" else 2  # minutes-old policies: ~0.02 km
-                half = Z95 * scale * density_mean_se(r, m)
-                interval = f" +- {half:.{digits}f}" if math.isfinite(half) else ""
-                cells.append(f"{v:.{digits}f}{interval}" + (" %" if m in PERCENT_METRICS else ""))
+                cells.append(cell(scale * density_mean(r, m), scale * density_mean_se(r, m), m))
             steps = "-" if r.get("agent_steps") is None else _count(r["agent_steps"])
             lines.append(f"| {name} | {r['iteration']} | {steps} | " + " | ".join(cells) + " |")
+        if len(ends) == 2:
+            first, last = ends
+            cells = []
+            for m in CURVE_METRICS:
+                scale = 100.0 if m in PERCENT_METRICS else 1.0
+                change = scale * (density_mean(last, m) - density_mean(first, m))
+                se = scale * math.hypot(density_mean_se(first, m), density_mean_se(last, m))
+                cells.append(cell(change, se, m, "+"))
+            lines.append(f"| {name} | change | | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -143,6 +143,9 @@ def test_standard_errors_shade_the_curve_and_enter_the_table(tmp_path):
     assert min(ys) == pytest.approx(0.1 - half) and max(ys) == pytest.approx(1.2 + half)
     table = curves.curve_table({"alberti": records})
     assert f"1.20 +- {half:.2f}" in table
+    # the change from the first to the last sweep, its interval the two combined
+    change_row = next(line for line in table.splitlines() if "| change |" in line)
+    assert f"+1.10 +- {half * math.sqrt(2):.2f}" in change_row and "+0.00 %" in change_row
     # a metric without errors (here every other one) has no band and a bare cell
     assert not fig.axes[curves.CURVE_METRICS.index("offroad")].collections
     assert "20.00 %" in table
