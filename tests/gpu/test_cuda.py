@@ -58,3 +58,21 @@ def test_cuda_history_rerender_is_exact():
     again = env.render_history(stack_snapshots(snapshots), steps, slots)
     assert torch.equal(again, torch.stack(frames).reshape(again.shape))
     assert torch.isfinite(torch.stack(rewards)).all()
+
+
+def test_cuda_in_domain_evaluation_is_deterministic_with_its_standard_errors():
+    """The in-domain protocol on CUDA twice with one seed: the same counters, the scenario
+    moments behind the standard errors included (summed without atomics)."""
+    from pictura.eval.metrics import ALL_COUNTERS, COUNTERS, summarize
+    from pictura.eval.policies import random_policy
+    from pictura.eval.protocols import build_in_domain_env, run_density
+
+    def build(**kwargs):
+        return DrivingEnv(rig=CameraRig(width=16, height=9), validate_actions=False, **kwargs)
+
+    env = build_in_domain_env(build, 12, 4, 30, ["procedural:seed=0,blocks_x=2,blocks_y=2"], seed=3, device="cuda")
+    first = run_density(env, random_policy(1), 6, 20, seed=5)
+    second = run_density(env, random_policy(1), 6, 20, seed=5)
+    assert first.shape == (len(ALL_COUNTERS),) and torch.equal(first, second)
+    assert first[len(COUNTERS)] == 6  # six scenarios, two batches of four worlds
+    assert "at_fault_collision_se" in summarize(first)
