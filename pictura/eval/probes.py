@@ -234,7 +234,17 @@ def removal_probe(
 
 
 def aggregate_by_visibility(records: list[dict], bins=VISIBILITY_BINS) -> list[dict]:
-    """Per visible-fraction bin: ``count``, mean ``dV``, mean ``|dV|``, mean ``dP_brake``."""
+    """Per visible-fraction bin: ``count``, mean ``dV``, mean ``|dV|``, mean ``dP_brake``, and
+    the standard errors of the ``dV`` and ``dP_brake`` means (``dV_se``, ``dP_brake_se``: sample
+    standard deviation / sqrt(count), None below two removals). The removals of one recorded
+    state share its scene, so these treat correlated removals as independent: a lower bound."""
+
+    def mean(x: np.ndarray) -> float | None:
+        return float(x.mean()) if len(x) else None
+
+    def standard_error(x: np.ndarray) -> float | None:
+        return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else None
+
     out = []
     for lo, hi in zip(bins[:-1], bins[1:], strict=True):
         sel = [r for r in records if lo <= r["visible"] < hi]
@@ -242,9 +252,8 @@ def aggregate_by_visibility(records: list[dict], bins=VISIBILITY_BINS) -> list[d
         dp = np.array([r["dP_brake"] for r in sel], np.float64)
         out.append({
             "visible_lo": float(lo), "visible_hi": float(min(hi, 1.0)), "count": len(sel),
-            "dV_mean": float(dv.mean()) if len(sel) else None,
-            "abs_dV_mean": float(np.abs(dv).mean()) if len(sel) else None,
-            "dP_brake_mean": float(dp.mean()) if len(sel) else None,
+            "dV_mean": mean(dv), "abs_dV_mean": mean(np.abs(dv)), "dP_brake_mean": mean(dp),
+            "dV_se": standard_error(dv), "dP_brake_se": standard_error(dp),
         })
     return out
 

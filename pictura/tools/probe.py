@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
 def _plot_removal(records: list[dict], bins: list[dict], path: Path, title: str) -> None:
     import matplotlib
 
+    from pictura.eval.report import Z95
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -62,7 +64,8 @@ def _plot_removal(records: list[dict], bins: list[dict], path: Path, title: str)
         ax.scatter(vis, [r[key] for r in records], s=8, alpha=0.5, label="removed user")
         mids = [0.5 * (b["visible_lo"] + b["visible_hi"]) for b in bins if b["count"]]
         means = [b[f"{key}_mean"] for b in bins if b["count"]]
-        ax.plot(mids, means, "o-", color="black", label="bin mean")
+        halves = [Z95 * (b[f"{key}_se"] or 0.0) for b in bins if b["count"]]
+        ax.errorbar(mids, means, yerr=halves, fmt="o-", color="black", capsize=3, label="bin mean +- 1.96 SE")
         ax.axhline(0, color="grey", lw=0.5)
         ax.set_xlabel("visible fraction of the removed user")
         ax.set_ylabel(f"{label} (removed - original)")

@@ -115,6 +115,9 @@ def test_aggregate_by_visibility_matches_hand_means():
     assert bins[0]["dV_mean"] == pytest.approx(-1.0) and bins[0]["abs_dV_mean"] == pytest.approx(2.0)
     assert bins[1]["dV_mean"] is None
     assert bins[4]["dP_brake_mean"] == pytest.approx(0.5)
+    # standard errors of the means: sample sd / sqrt(n) (bin 0: dV 1, -3 -> sd 2 sqrt 2, n 2)
+    assert bins[0]["dV_se"] == pytest.approx(2.0) and bins[0]["dP_brake_se"] == pytest.approx(0.1)
+    assert bins[4]["dV_se"] is None  # one removal: no spread
 
 
 def test_baseline_specs_are_checked():
