@@ -147,9 +147,16 @@ def take_over(env, rec: Recording, case: Case, policy, name: str, horizon: int =
     return speeds
 
 
+def _standard_error(values: list[float]) -> float | None:
+    """Standard error of the mean of independent ``values`` (None below two)."""
+    return float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
+
+
 def summarize(cases: list[Case], names: list[str]) -> dict:
-    """Mean ego speed vs time from reveal (s), per policy, for hidden and control cases, and the
-    paired difference (second minus first policy) of each case's mean speed before reveal."""
+    """Mean ego speed vs time from reveal (s), per policy, for hidden and control cases, with
+    the standard error of each point (``speed_se``, the cases as units; None below two), and
+    the paired difference (second minus first policy) of each case's mean speed before reveal,
+    with its mean and standard error."""
     out: dict = {}
     for group, want in (("hidden", True), ("control", False)):
         sel = [c for c in cases if c.hidden == want]
@@ -160,13 +167,21 @@ def summarize(cases: list[Case], names: list[str]) -> dict:
                 for i, s in enumerate(c.speeds.get(name, [])):
                     rel = round((c.start + i - c.reveal) * STEP_S, 3)
                     points.setdefault(rel, []).append(s)
-            curves[name] = {"time_from_reveal_s": sorted(points), "speed_mean": [
-                float(np.mean(points[k])) for k in sorted(points)]}
+            times = sorted(points)
+            curves[name] = {
+                "time_from_reveal_s": times,
+                "speed_mean": [float(np.mean(points[k])) for k in times],
+                "speed_se": [_standard_error(points[k]) for k in times],
+            }
         paired = []
         if len(names) == 2:
             for c in sel:
                 before = c.reveal - c.start
                 a, b = (np.mean(c.speeds[n][: max(before, 1)]) for n in names)
                 paired.append(float(b - a))
-        out[group] = {"cases": len(sel), "curves": curves, "paired_speed_diff_before_reveal": paired}
+        out[group] = {
+            "cases": len(sel), "curves": curves, "paired_speed_diff_before_reveal": paired,
+            "paired_speed_diff_mean": float(np.mean(paired)) if paired else None,
+            "paired_speed_diff_se": _standard_error(paired),
+        }
     return out

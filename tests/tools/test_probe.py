@@ -69,3 +69,30 @@ def test_takeover_in_an_env_of_another_observation_layout_rewinds_to_the_same_wo
     a = takeover.take_over(pixels, rec, case, driver, "a", horizon=10)
     b = takeover.take_over(sets, rec, case, driver, "b", horizon=10)
     assert a == b and len(a) == 10
+
+
+def test_takeover_summary_has_standard_errors_over_cases():
+    """Speeds per time point and the paired difference before reveal: means and standard
+    errors (sample sd / sqrt(cases)) against a hand computation."""
+    import numpy as np
+
+    from pictura.eval import takeover
+
+    cases = [
+        takeover.Case(ego=0, start=0, reveal=2, hidden=True, speeds={"a": [1.0, 3.0, 5.0], "b": [2.0, 4.0, 6.0]}),
+        takeover.Case(ego=1, start=0, reveal=2, hidden=True, speeds={"a": [3.0, 5.0, 7.0], "b": [3.0, 5.0, 9.0]}),
+        takeover.Case(ego=2, start=0, reveal=2, hidden=False, speeds={"a": [0.0, 0.0, 0.0], "b": [1.0, 1.0, 1.0]}),
+    ]
+    out = takeover.summarize(cases, ["a", "b"])
+    hidden = out["hidden"]
+    curve = hidden["curves"]["a"]
+    assert curve["time_from_reveal_s"] == [-0.2, -0.1, 0.0]
+    assert curve["speed_mean"] == [2.0, 4.0, 6.0]
+    assert curve["speed_se"] == pytest.approx([1.0, 1.0, 1.0])  # pairs 1, 3 / 3, 5 / 5, 7: sd sqrt 2
+    # paired (b - a) mean speed over the two steps before reveal: case 0: 3 - 2 = 1, case 1: 4 - 4 = 0
+    assert hidden["paired_speed_diff_before_reveal"] == [1.0, 0.0]
+    assert hidden["paired_speed_diff_mean"] == 0.5
+    assert hidden["paired_speed_diff_se"] == pytest.approx(np.std([1.0, 0.0], ddof=1) / np.sqrt(2))
+    control = out["control"]  # one case: means, no standard errors
+    assert control["paired_speed_diff_mean"] == 1.0 and control["paired_speed_diff_se"] is None
+    assert control["curves"]["b"]["speed_se"] == [None, None, None]
