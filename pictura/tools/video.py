@@ -38,13 +38,14 @@ def add_policy_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def env_arguments(args, extra_slots: int = 0) -> dict:
-    """The env keyword arguments of the parsed options: one world on ``--map`` with ``--agents``
-    agents and ``extra_slots`` free slots."""
+    """The env keyword arguments of the parsed options: one fixed world (``block_slots=0``,
+    whatever blocks the checkpoint's training env packed) on ``--map`` with ``--agents`` agents
+    and ``extra_slots`` free slots."""
     if args.agents < 1:
         raise ValueError(f"--agents must be >= 1, got {args.agents}")
     return dict(
         device=args.device, seed=args.seed, maps=[args.map], num_worlds=1,
-        slots_per_world=args.agents + extra_slots, agents_per_world=(args.agents, args.agents),
+        slots_per_world=args.agents + extra_slots, agents_per_world=(args.agents, args.agents), block_slots=0,
     )
 
 

@@ -33,8 +33,9 @@ def _spec(ego_width: int, width: int = 16, height: int = 9) -> Composite:
     )
 
 
-def _checkpoint(path, ego_width: int):
-    """A checkpoint as LightningCLI writes it: class configs in hyper_parameters."""
+def _checkpoint(path, ego_width: int, **env_args):
+    """A checkpoint as LightningCLI writes it: class configs in hyper_parameters (``env_args``:
+    more env init_args, e.g. the training env's slot blocks)."""
     torch.manual_seed(0)
     policy = AlbertiPolicy(_spec(ego_width), 12, **POLICY_ARGS)
     torch.save(
@@ -47,6 +48,7 @@ def _checkpoint(path, ego_width: int):
                         "maps": ["procedural:seed=0"], "num_worlds": 4, "slots_per_world": 8,
                         "agents_per_world": [1, 8],
                         "rig": {"class_path": "pictura.render.CameraRig", "init_args": {"width": 16, "height": 9}},
+                        **env_args,
                     },
                 },
                 "policy": {"class_path": "pictura.modules.AlbertiPolicy", "init_args": POLICY_ARGS},

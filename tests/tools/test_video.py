@@ -53,3 +53,16 @@ def test_a_video_longer_than_the_episode_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="longer than the episode"):
         video.main(["--policy", "random", "--out", str(tmp_path / "a.gif"), "--steps", str(SimConfig().episode_length + 1),
                     "--resolution", "32x18", "--agents", "2"])
+
+
+def test_a_checkpoint_trained_on_packed_slot_blocks_drives_one_fixed_world(tmp_path):
+    """The README's CPU run packs its worlds into blocks of 32 slots; the video (and the probes,
+    which share its env arguments) build one world of --agents slots, which no block size
+    divides, so they take fixed worlds whatever the checkpoint's training env packed."""
+    from tests.tools.test_evaluate import EGO_WIDTH, _checkpoint
+
+    ckpt = _checkpoint(tmp_path / "packed.ckpt", EGO_WIDTH, block_slots=32, worlds_per_block=4)
+    out = tmp_path / "run.gif"
+    video.main(["--ckpt", str(ckpt), "--map", "procedural:seed=0", "--out", str(out), "--agents", "5",
+                "--steps", "2", "--no-progress"])
+    assert Image.open(out).n_frames == 2
