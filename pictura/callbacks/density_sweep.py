@@ -34,7 +34,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 
 from pictura.eval.metrics import PARTNERS, all_reduce_counters, summarize
 from pictura.eval.policies import argmax_policy, sampled_policy
-from pictura.eval.protocols import IN_DOMAIN_DENSITIES, build_in_domain_env, run_density
+from pictura.eval.protocols import IN_DOMAIN_DENSITIES, ScenarioProgress, build_in_domain_env, run_density
 from pictura.eval.report import jsonable, plot_metrics, sweep_names
 
 LOGGED = (
@@ -141,10 +141,18 @@ class DensitySweep(Callback):
         policy.eval()
         act = argmax_policy(policy) if self.actions == "argmax" else sampled_policy(policy, self.seed + 7_919 * rank)
         summaries: dict[str, dict[str, float]] = {}
+        # a bar per density under `validate` / `test`, where the sweep is the whole run (in fit it
+        # would cut into Lightning's training bar)
+        stage = getattr(getattr(trainer, "state", None), "fn", None)
+        show = stage in ("validate", "test") and trainer.is_global_zero and getattr(trainer, "progress_bar_callback", None)
         try:
             for density in self.densities:
                 env = self._env(pl_module, density, rank_scenarios, rank)
-                counters = run_density(env, act, rank_scenarios, self.steps, self.seed + 1_000_003 * rank)
+                progress = ScenarioProgress(rank_scenarios, f"{self.tag} @ {density} agents", bool(show))
+                counters = run_density(
+                    env, act, rank_scenarios, self.steps, self.seed + 1_000_003 * rank, progress=progress
+                )
+                progress.close()
                 summaries[str(density)] = summarize(all_reduce_counters(counters))
         finally:
             policy.train(was_training)

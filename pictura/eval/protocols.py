@@ -13,6 +13,7 @@ world per scene, `pictura.sim.replay` in the simulator).
 from __future__ import annotations
 
 import dataclasses
+import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -117,6 +118,35 @@ def build_in_domain_env(
         block_slots=0,
         sim=eval_sim_config(steps, base_sim),
     )
+
+
+class ScenarioProgress:
+    """A ``progress`` callback for `run_density` and `run_womd`: a tqdm bar over scenarios when
+    tqdm is installed, else a plain counter on stderr; silent unless ``enabled``."""
+
+    def __init__(self, total: int, desc: str, enabled: bool) -> None:
+        self.total, self.desc, self.n, self.bar = total, desc, 0, None
+        self.enabled = enabled
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, desc=desc, unit="scenario", file=sys.stderr)
+            except ImportError:
+                self.bar = None
+
+    def __call__(self, n: int) -> None:
+        self.n += n
+        if self.bar is not None:
+            self.bar.update(n)
+        elif self.enabled:
+            print(f"\r{self.desc}: {self.n}/{self.total} scenarios", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled:
+            print(file=sys.stderr)
 
 
 def scenario_metrics(env) -> EpisodeMetrics:

@@ -22,6 +22,7 @@ from pictura.eval.protocols import (
     PROTOCOLS,
     WOMD_DENSITIES,
     WOMD_STEPS,
+    ScenarioProgress,
     default_maps,
     replay_env_builder,
     run_in_domain,
@@ -91,34 +92,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--png", type=Path, metavar="OUT", help="also plot metrics vs density to this PNG")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
-
-
-class _Progress:
-    """tqdm over scenarios when it is installed, else a plain counter on stderr."""
-
-    def __init__(self, total: int, desc: str, enabled: bool) -> None:
-        self.total, self.desc, self.n, self.bar = total, desc, 0, None
-        self.enabled = enabled
-        if enabled:
-            try:
-                from tqdm import tqdm
-
-                self.bar = tqdm(total=total, desc=desc, unit="scenario", file=sys.stderr)
-            except ImportError:
-                self.bar = None
-
-    def __call__(self, n: int) -> None:
-        self.n += n
-        if self.bar is not None:
-            self.bar.update(n)
-        elif self.enabled:
-            print(f"\r{self.desc}: {self.n}/{self.total} scenarios", end="", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        elif self.enabled:
-            print(file=sys.stderr)
 
 
 def _parse_policies(args) -> list[tuple[str, object]]:
@@ -197,7 +170,7 @@ def evaluate_in_domain(args, policies) -> tuple[dict, dict]:
             builder, base_sim = _checkpoint_builder(spec), getattr(spec.env_factory, "keywords", {}).get("sim")
         results[name] = {}
         for density in densities:
-            progress = _Progress(args.scenarios, f"{name} @ {density}", not args.no_progress)
+            progress = ScenarioProgress(args.scenarios, f"{name} @ {density}", not args.no_progress)
             result = run_in_domain(
                 builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), density, args.scenarios,
                 args.steps, maps, device=args.device, seed=args.seed, worlds_per_batch=args.worlds_per_batch,
@@ -245,7 +218,7 @@ def evaluate_womd(args, policies) -> tuple[dict, dict]:
         builder, base_sim = _womd_builder(spec, resolution)
         results[name] = {}
         for density in densities:
-            progress = _Progress(min(args.scenarios, len(sources)), f"{name} @ {density}", not args.no_progress)
+            progress = ScenarioProgress(min(args.scenarios, len(sources)), f"{name} @ {density}", not args.no_progress)
             result = run_womd(
                 builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), sources, density, args.steps,
                 max_scenes=args.scenarios, device=args.device, seed=args.seed,

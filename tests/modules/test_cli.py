@@ -173,7 +173,10 @@ def test_repository_configs_parse_and_interpolate(capsys):
         run_lightning_cli(["fit", "-c", alberti, "-c", cpu, "--print_config"])
     small = yaml.safe_load(capsys.readouterr().out)
     assert small["trainer"]["accelerator"] == "cpu"
-    assert small["trainer"]["callbacks"][1]["init_args"]["max_frames"] == 32  # follows the overlay
+    small_video = next(c for c in small["trainer"]["callbacks"] if c["class_path"].endswith("CameraVideo"))
+    assert small_video["init_args"]["max_frames"] == 32  # follows the overlay
+    sweep = next(c for c in small["trainer"]["callbacks"] if c["class_path"].endswith("DensitySweep"))
+    assert sweep["init_args"]["densities"] == [8, 16]  # the overlay's small end-of-fit evaluation
     assert small["model"]["init_args"]["chunk_size"] == small["model"]["init_args"]["minibatch_size"] == 256
     assert small["model"]["init_args"]["env"]["init_args"]["rig"]["init_args"]["width"] == 48
 

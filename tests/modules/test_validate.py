@@ -59,3 +59,14 @@ def test_validate_and_test_evaluate_the_checkpoint(trained, stage):
             ), (density, name)
     record = json.loads((root / "tiny" / stage / "eval" / "density_sweep.jsonl").read_text())
     assert record["iteration"] == 2  # the checkpoint's iteration counter
+
+
+def test_validate_shows_a_bar_per_density(trained, capsys):
+    """Under validate the sweep is the whole run: it shows its scenarios' progress per density
+    (with the trainer's progress bar on; fit never does, to keep Lightning's bar intact)."""
+    root, config, _ = trained
+    ckpt = root / "tiny" / "fit" / "checkpoints" / "last.ckpt"
+    run_lightning_cli(["validate", "-c", str(config), f"--ckpt_path={ckpt}", "--trainer.enable_progress_bar=true",
+                       "--trainer.logger.init_args.version=bar"])
+    err = capsys.readouterr().err
+    assert "eval @ 4 agents" in err and "eval @ 6 agents" in err and "2/2" in err
