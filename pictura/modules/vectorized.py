@@ -96,8 +96,8 @@ class VectorizedPolicy(ActorCritic):
         critic_trunk: not in Table 4 (off): the critic head reads a trunk of its own (4 x 512,
             ~0.98 M more parameters), so the value loss no longer steers the actor's trunk.
             Why it exists: in the twentieth session's vectorized runs the value term's gradient
-            was 6-29x the policy term's (`train/grad_norm/{value,policy}`). Not yet measured
-            in training.
+            was 6-29x the policy term's (`train/grad_norm/{value,policy}`). Measured once
+            (twenty-first session): it did not help (collisions 22.0 %); `vf_coef` 0.1 did.
     """
 
     OBSERVATION_KEYS = OBSERVATION_KEYS
