@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from pictura.sim.snapshot import BOX_HEADING, BOX_KIND, BOX_LENGTH, BOX_WIDTH, BOX_WIDTH_, BOX_X, BOX_Y, BOX_Z
@@ -228,11 +229,13 @@ class EpisodeMetrics:
                 raise ValueError("EpisodeMetrics: scenario ids must be >= 0")
             # Per-scenario sums as differences of a running sum over the slots sorted by scenario:
             # deterministic on every device (an index_add_ adds by atomics on CUDA, in any order).
+            # Scenario k's slots are sorted rows [start_k, end_k) (empty for an id without slots).
             self._scenario_order = torch.argsort(scenario, stable=True)
-            self._scenario_last = torch.bincount(scenario).cumsum(0) - 1  # each id's last sorted row
+            self._scenario_end = torch.bincount(scenario).cumsum(0)
+            self._scenario_start = torch.cat([self._scenario_end.new_zeros(1), self._scenario_end[:-1]])
             # (K, len(COUNTERS)) sums of the episodes closed so far, per scenario
             self._scenario_sums = torch.zeros(
-                len(self._scenario_last), len(COUNTERS), dtype=torch.float64, device=dev
+                len(self._scenario_end), len(COUNTERS), dtype=torch.float64, device=dev
             )
         self.open = torch.zeros(num_slots, dtype=torch.bool, device=dev)
         # per open episode: (S, 5) bool at_fault, collision, offroad, red_light, infraction
@@ -304,11 +307,9 @@ class EpisodeMetrics:
         rows[:, C_PARTNER : C_PARTNER + len(PARTNERS)] = self._partner.to(torch.float64) * w[:, None]
         self.counters[: len(COUNTERS)] += rows.sum(0)
         if self._scenario_sums is not None:
-            running = torch.cumsum(rows[self._scenario_order], 0)
-            running = torch.cat([running.new_zeros(1, len(COUNTERS)), running])
-            last = self._scenario_last + 1  # rows of `running` at each id's end (ids without a slot: 0)
-            before = torch.cat([last.new_zeros(1), last[:-1]])
-            self._scenario_sums += running[last] - running[before]
+            # running[j] = the sum of the first j sorted rows
+            running = torch.cat([rows.new_zeros(1, len(COUNTERS)), torch.cumsum(rows[self._scenario_order], 0)])
+            self._scenario_sums += running[self._scenario_end] - running[self._scenario_start]
         keep = ~closing
         self.open &= keep
         self._flags &= keep[:, None]
@@ -342,6 +343,13 @@ def scenario_moments(sums: torch.Tensor) -> torch.Tensor:
         a, b = name.split("*")
         out.append((sums[:, index[a]] * sums[:, index[b]]).sum())
     return torch.stack(out)
+
+
+def mean_standard_error(values) -> float | None:
+    """Standard error of the mean of independent ``values`` (sample standard deviation /
+    sqrt(n)); None below two values. The probes' bins and takeover cases."""
+    values = np.asarray(values, np.float64)
+    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
 
 
 def ratio_standard_error(a: float, b: float, aa: float, ab: float, bb: float, k: float) -> float:

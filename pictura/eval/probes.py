@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
+from pictura.eval.metrics import mean_standard_error
 from pictura.maps.roadmap import AGENT_PEDESTRIAN
 from pictura.sim import NUM_ACTIONS
 from pictura.sim.snapshot import (
@@ -242,9 +243,6 @@ def aggregate_by_visibility(records: list[dict], bins=VISIBILITY_BINS) -> list[d
     def mean(x: np.ndarray) -> float | None:
         return float(x.mean()) if len(x) else None
 
-    def standard_error(x: np.ndarray) -> float | None:
-        return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else None
-
     out = []
     for lo, hi in zip(bins[:-1], bins[1:], strict=True):
         sel = [r for r in records if lo <= r["visible"] < hi]
@@ -253,7 +251,7 @@ def aggregate_by_visibility(records: list[dict], bins=VISIBILITY_BINS) -> list[d
         out.append({
             "visible_lo": float(lo), "visible_hi": float(min(hi, 1.0)), "count": len(sel),
             "dV_mean": mean(dv), "abs_dV_mean": mean(np.abs(dv)), "dP_brake_mean": mean(dp),
-            "dV_se": standard_error(dv), "dP_brake_se": standard_error(dp),
+            "dV_se": mean_standard_error(dv), "dP_brake_se": mean_standard_error(dp),
         })
     return out
 

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from pictura.eval.metrics import mean_standard_error
 from pictura.sim.snapshot import BOX_HEADING, BOX_INVALID, BOX_KIND, BOX_X, BOX_Y
 
 STEP_S = 0.1
@@ -147,11 +148,6 @@ def take_over(env, rec: Recording, case: Case, policy, name: str, horizon: int =
     return speeds
 
 
-def _standard_error(values: list[float]) -> float | None:
-    """Standard error of the mean of independent ``values`` (None below two)."""
-    return float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
-
-
 def summarize(cases: list[Case], names: list[str]) -> dict:
     """Mean ego speed vs time from reveal (s), per policy, for hidden and control cases, with
     the standard error of each point (``speed_se``, the cases as units; None below two), and
@@ -171,7 +167,7 @@ def summarize(cases: list[Case], names: list[str]) -> dict:
             curves[name] = {
                 "time_from_reveal_s": times,
                 "speed_mean": [float(np.mean(points[k])) for k in times],
-                "speed_se": [_standard_error(points[k]) for k in times],
+                "speed_se": [mean_standard_error(points[k]) for k in times],
             }
         paired = []
         if len(names) == 2:
@@ -182,6 +178,6 @@ def summarize(cases: list[Case], names: list[str]) -> dict:
         out[group] = {
             "cases": len(sel), "curves": curves, "paired_speed_diff_before_reveal": paired,
             "paired_speed_diff_mean": float(np.mean(paired)) if paired else None,
-            "paired_speed_diff_se": _standard_error(paired),
+            "paired_speed_diff_se": mean_standard_error(paired),
         }
     return out
