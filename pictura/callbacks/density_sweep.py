@@ -43,6 +43,7 @@ LOGGED = (
     "red_light",
     "goals",
     "km_per_infraction",
+    "at_fault_per_km",
     "collision",
     "episodes",
     *(f"at_fault_{p}" for p in PARTNERS),

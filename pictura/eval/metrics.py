@@ -22,7 +22,9 @@ Diagnostics beside the five: what the at-fault collisions hit (`PARTNERS`), as s
 episodes that add up to ``at_fault_collision``: ``at_fault_halted`` (an agent already halted by
 an earlier infraction: a wreck, which stays in place as an obstacle), ``at_fault_driving`` (an
 agent not halted), ``at_fault_parked`` (a parked car) and ``at_fault_other`` (no box within
-reach, e.g. a wall).
+reach, e.g. a wall). And ``at_fault_per_km``: at-fault collision episodes per km driven. A
+policy that starts to move drives further per episode, so its per-episode rate can stay flat
+while its rate per km falls; this one tells the two apart (not a Table-1 metric).
 
 Everything is a torch tensor on the rollout's device: `EpisodeMetrics.update` never syncs with
 the host. Totals are plain sums (`COUNTERS`), so ranks combine by summing (`all_reduce_counters`)
@@ -46,6 +48,7 @@ METRIC_LABELS = {
     "red_light": "Red light %",
     "goals": "Goals / veh",
     "km_per_infraction": "km / infr.",
+    "at_fault_per_km": "At-fault coll. / km",
 }
 PARTNERS = ("halted", "driving", "parked", "other")
 """What an at-fault collision hit (`collision_partner` codes 0..3): an agent halted before the
@@ -66,17 +69,18 @@ COUNTERS = (
 C_PARTNER = 8
 """Index of ``at_fault_halted``; the other `PARTNERS` follow."""
 RATIOS = {
-    "at_fault_collision": ("at_fault_collision", "episodes"),
-    "offroad": ("offroad", "episodes"),
-    "red_light": ("red_light", "episodes"),
-    "goals": ("goals", "episodes"),
-    "km_per_infraction": ("distance_m", "infraction_episodes"),
+    "at_fault_collision": ("at_fault_collision", "episodes", 1.0),
+    "offroad": ("offroad", "episodes", 1.0),
+    "red_light": ("red_light", "episodes", 1.0),
+    "goals": ("goals", "episodes", 1.0),
+    "km_per_infraction": ("distance_m", "infraction_episodes", 1e-3),
+    "at_fault_per_km": ("at_fault_collision", "distance_m", 1e3),
 }
-"""Each of the five `METRICS` as a ratio of two `COUNTERS` (numerator, denominator); km per
-infraction in metres until `summarize` divides by 1000."""
+"""Each of the five `METRICS`, and the diagnostic ``at_fault_per_km``, as a ratio of two
+`COUNTERS` (numerator, denominator, the scale from metres to km)."""
 MOMENTS = (
     "scenarios",
-    *sorted({f"{a}*{b}" for num, den in RATIOS.values() for a, b in ((num, num), (num, den), (den, den))}),
+    *sorted({f"{a}*{b}" for num, den, _ in RATIOS.values() for a, b in ((num, num), (num, den), (den, den))}),
 )
 """Sums over scenarios behind the standard errors: the number of scenarios, and for each ratio
 a / b of `RATIOS` the sums of a^2, a b and b^2 over scenarios (``"a*b"``), appended to the
@@ -372,13 +376,13 @@ def all_reduce_counters(counters: torch.Tensor) -> torch.Tensor:
 
 
 def summarize(counters: torch.Tensor) -> dict[str, float]:
-    """The five metrics (rates in [0, 1], goals per episode, km per infraction) and the raw
-    counts, from an `ALL_COUNTERS` vector (or a bare `COUNTERS` one; one host sync). With
+    """The five metrics (rates in [0, 1], goals per episode, km per infraction), the
+    diagnostics (`PARTNERS` shares, ``collision``, ``at_fault_per_km``) and the raw counts, from an `ALL_COUNTERS` vector (or a bare `COUNTERS` one; one host sync). With
     `MOMENTS` from two scenarios on, also ``scenarios`` and each metric's standard error
     ``<metric>_se`` (`ratio_standard_error`; none where the metric has no denominator).
 
     ``km_per_infraction`` is ``inf`` when no episode had an infraction, ``nan`` when there was no
-    episode at all (rates are ``nan`` then too).
+    episode at all (rates are ``nan`` then too); ``at_fault_per_km`` is ``nan`` without distance.
     """
     if counters.shape not in ((len(COUNTERS),), (len(ALL_COUNTERS),)):
         raise ValueError(
@@ -389,15 +393,12 @@ def summarize(counters: torch.Tensor) -> dict[str, float]:
     c = dict(zip(ALL_COUNTERS, values + [0.0] * (len(ALL_COUNTERS) - len(values)), strict=True))
     n = c["episodes"]
     out: dict[str, float] = {}
-    for name in ("at_fault_collision", "offroad", "red_light", "goals"):
-        out[name] = c[name] / n if n > 0 else math.nan
+    for name, (num, den, scale) in RATIOS.items():
+        if c[den] > 0:
+            out[name] = scale * c[num] / c[den]
+        else:  # no episode, no distance; or episodes without an infraction: no km between them
+            out[name] = math.inf if name == "km_per_infraction" and n > 0 else math.nan
     km = c["distance_m"] / 1000.0
-    if n == 0:
-        out["km_per_infraction"] = math.nan
-    elif c["infraction_episodes"] == 0:
-        out["km_per_infraction"] = math.inf
-    else:
-        out["km_per_infraction"] = km / c["infraction_episodes"]
     out["collision"] = c["collision"] / n if n > 0 else math.nan
     for p in PARTNERS:
         out[f"at_fault_{p}"] = c[f"at_fault_{p}"] / n if n > 0 else math.nan
@@ -406,10 +407,10 @@ def summarize(counters: torch.Tensor) -> dict[str, float]:
     out["distance_km"] = km
     if c["scenarios"] > 0:
         out["scenarios"] = c["scenarios"]
-    for name, (num, den) in RATIOS.items():
+    for name, (num, den, scale) in RATIOS.items():
         se = ratio_standard_error(
             c[num], c[den], c[f"{num}*{num}"], c[f"{num}*{den}"], c[f"{den}*{den}"], c["scenarios"]
         )
         if math.isfinite(se):  # two scenarios or more, and a denominator
-            out[f"{name}_se"] = se / 1000.0 if num == "distance_m" else se
+            out[f"{name}_se"] = scale * se
     return out

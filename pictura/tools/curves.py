@@ -7,9 +7,9 @@
 Each run folder holds ``eval/density_sweep.jsonl`` (one line per `pictura.callbacks.DensitySweep`
 evaluation: iteration, agent-steps trained, a summary per density); ``--actions sample`` reads
 the sweeps of the sampled policy, ``eval/density_sweep_sample.jsonl``, instead. The plot has one panel per
-metric (goals reached, at-fault collisions, off-road, red-light runs; per 100 km / per episode as
-in Table 1), the mean over densities against agent-steps trained, one line per run. A Markdown
-table of the first and last evaluation of every run is printed.
+metric (`CURVE_METRICS`: Table 1's five, per episode, and at-fault collisions per km driven), the
+mean over densities against agent-steps trained, one line per run. A Markdown table of the first
+and last evaluation of every run is printed.
 
 ``--training`` plots the training scalars of the runs' TensorBoard event files instead
 (`TRAINING_SCALARS`: mean reward per agent-step, entropy, off-road, collision and goal events per agent-step;
@@ -26,10 +26,11 @@ import math
 import sys
 from pathlib import Path
 
-CURVE_METRICS = ("goals", "at_fault_collision", "offroad", "red_light", "km_per_infraction")
+CURVE_METRICS = ("goals", "at_fault_collision", "offroad", "red_light", "km_per_infraction", "at_fault_per_km")
 """Panels, in order: what a rising curve means is more goals, fewer infractions and more
-distance per infraction (the paper's five Table-1 metrics; early policies that start moving
-drive further per episode, so the per-episode rates and km / infraction can disagree)."""
+distance per infraction (the paper's five Table-1 metrics). Early policies that start moving
+drive further per episode, so the per-episode rates and km / infraction can disagree; the last
+panel, at-fault collisions per km driven, separates the collision hazard from that exposure."""
 
 
 TRAINING_SCALARS = (
@@ -153,11 +154,20 @@ def read_sweeps(path: str | Path, actions: str = "argmax") -> list[dict]:
     return sorted(records, key=lambda r: r["iteration"])
 
 
+def _metric(summary: dict, metric: str):
+    """``summary[metric]``; ``at_fault_per_km`` from the counts when a record predates it."""
+    if metric == "at_fault_per_km" and metric not in summary:
+        km = summary.get("distance_km")
+        if isinstance(km, int | float) and km > 0 and "episodes" in summary and "at_fault_collision" in summary:
+            return summary["at_fault_collision"] * summary["episodes"] / km
+    return summary.get(metric)
+
+
 def density_mean(record: dict, metric: str) -> float:
     """Mean of ``metric`` over the record's densities (non-finite values skipped)."""
     values = []
     for summary in record["results"].values():
-        v = summary.get(metric)
+        v = _metric(summary, metric)
         if isinstance(v, int | float) and math.isfinite(v):
             values.append(float(v))
     return sum(values) / len(values) if values else math.nan

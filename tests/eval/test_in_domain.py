@@ -129,16 +129,18 @@ def test_rollout_counters_match_a_numpy_loop_over_the_states(env):
         assert got[key] == pytest.approx(sum(world[a] * world[b] for world in played), rel=1e-4, abs=1e-3), key
     # and the standard errors they give, against the spread of the per-world values (delta method)
     out = summarize(metrics.counters)
-    for metric, num, den, scale in (
-        ("at_fault_collision", "at_fault_collision", "episodes", 1.0),
-        ("offroad", "offroad", "episodes", 1.0),
-        ("goals", "goals", "episodes", 1.0),
+    for metric, num, den, scale, rel in (
+        ("at_fault_collision", "at_fault_collision", "episodes", 1.0, 1e-6),
+        ("offroad", "offroad", "episodes", 1.0, 1e-6),
+        ("goals", "goals", "episodes", 1.0, 1e-6),
+        ("at_fault_per_km", "at_fault_collision", "distance_m", 1e3, 1e-4),  # float32 reference distances
     ):
         a = np.array([world[num] for world in played])
         n = np.array([world[den] for world in played])
         r = a.sum() / n.sum()
         se = np.sqrt(np.sum((a - r * n) ** 2) / (W * (W - 1))) / n.mean()
-        assert out[f"{metric}_se"] == pytest.approx(se * scale, rel=1e-6, abs=1e-12), metric
+        assert out[metric] == pytest.approx(r * scale, rel=rel), metric
+        assert out[f"{metric}_se"] == pytest.approx(se * scale, rel=rel, abs=1e-12), metric
 
 
 def test_eval_rules_and_batches(env):

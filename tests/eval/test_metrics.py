@@ -148,6 +148,7 @@ def test_metrics_of_the_hand_built_episode():
     assert out["distance_km"] == pytest.approx(0.037)
     assert out["infraction_episodes"] == 3
     assert out["km_per_infraction"] == pytest.approx(0.037 / 3)
+    assert out["at_fault_per_km"] == pytest.approx(1 / 0.037)
 
 
 def test_split_batch_summed_equals_single_process():
@@ -181,6 +182,10 @@ def test_standard_errors_from_the_spread_over_scenarios():
     km, inf = np.array([0.004, 0.020 + 0.012, 0.001]), np.array([1.0, 1.0, 1.0])  # km, infraction episodes
     r = km.sum() / inf.sum()
     assert out["km_per_infraction_se"] == pytest.approx(np.sqrt(np.sum((km - r * inf) ** 2) / 6) / inf.mean())
+    at_fault = counts["at_fault_collision"]
+    r = at_fault.sum() / km.sum()  # at-fault collision episodes per km
+    assert out["at_fault_per_km"] == pytest.approx(r)
+    assert out["at_fault_per_km_se"] == pytest.approx(np.sqrt(np.sum((at_fault - r * km) ** 2) / 6) / km.mean())
     # no scenario ids, or a single scenario: no standard errors
     assert not any(key.endswith("_se") for key in summarize(run().counters))
     assert not any(key.endswith("_se") for key in summarize(run(scenario=torch.zeros(S, dtype=torch.int64)).counters))

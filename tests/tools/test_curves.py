@@ -152,3 +152,24 @@ def test_standard_errors_shade_the_curve_and_enter_the_table(tmp_path):
     # one density without its error: no band for that record
     del records[1]["results"]["120"]["goals_se"]
     assert math.isnan(curves.density_mean_se(records[1], "goals"))
+
+
+def test_at_fault_collisions_per_km_panel_and_older_records(tmp_path):
+    """The last panel: a record's own ``at_fault_per_km``, or for a record from before it, the
+    episodes with an at-fault collision over the km driven, from its counts."""
+    new = _record(0, 0, {"60": 1.0, "120": 1.0}, 0.2)
+    new["results"]["60"]["at_fault_per_km"] = 8.0
+    new["results"]["120"]["at_fault_per_km"] = 4.0
+    old = _record(4, 8_000_000, {"60": 1.0, "120": 1.0}, 0.2)
+    for d, (episodes, km) in zip(("60", "120"), ((100, 2.0), (300, 12.0)), strict=True):
+        old["results"][d].update(episodes=episodes, distance_km=km)
+    assert curves.density_mean(new, "at_fault_per_km") == pytest.approx(6.0)
+    assert curves.density_mean(old, "at_fault_per_km") == pytest.approx((0.2 * 100 / 2.0 + 0.2 * 300 / 12.0) / 2)
+    fig = curves.plot_curves({"run": [new, old]}, tmp_path / "c.png")
+    ax = fig.axes[curves.CURVE_METRICS.index("at_fault_per_km")]
+    assert ax.get_title() == "At-fault coll. / km"
+    assert list(ax.get_lines()[0].get_ydata()) == pytest.approx([6.0, 7.5])
+    # no distance (or no counts): no value rather than a division by zero
+    old["results"]["60"]["distance_km"] = 0.0
+    del old["results"]["120"]["episodes"]
+    assert math.isnan(curves.density_mean(old, "at_fault_per_km"))
