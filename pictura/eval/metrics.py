@@ -14,9 +14,9 @@ infraction; it is counted separately as ``collision`` (any collision).
 
 Standard errors: a run that says which scenario each slot plays (`EpisodeMetrics(scenario=...)`,
 as the in-domain protocol and `DensitySweep` do) also sums per-scenario second moments, and
-`summarize` then reports ``<metric>_se`` beside each of the five: the standard error of a ratio
-of sums over scenarios (the delta method, scenarios as the independent units, since the
-vehicles of one scenario meet each other), from two scenarios on.
+`summarize` then reports ``<metric>_se`` beside each of the five and ``at_fault_per_km``: the
+standard error of a ratio of sums over scenarios (the delta method, scenarios as the
+independent units, since the vehicles of one scenario meet each other), from two scenarios on.
 
 Diagnostics beside the five: what the at-fault collisions hit (`PARTNERS`), as shares of
 episodes that add up to ``at_fault_collision``: ``at_fault_halted`` (an agent already halted by
@@ -377,9 +377,10 @@ def all_reduce_counters(counters: torch.Tensor) -> torch.Tensor:
 
 def summarize(counters: torch.Tensor) -> dict[str, float]:
     """The five metrics (rates in [0, 1], goals per episode, km per infraction), the
-    diagnostics (`PARTNERS` shares, ``collision``, ``at_fault_per_km``) and the raw counts, from an `ALL_COUNTERS` vector (or a bare `COUNTERS` one; one host sync). With
-    `MOMENTS` from two scenarios on, also ``scenarios`` and each metric's standard error
-    ``<metric>_se`` (`ratio_standard_error`; none where the metric has no denominator).
+    diagnostics (`PARTNERS` shares, ``collision``, ``at_fault_per_km``) and the raw counts,
+    from an `ALL_COUNTERS` vector (or a bare `COUNTERS` one; one host sync). With `MOMENTS`
+    from two scenarios on, also ``scenarios`` and the standard error ``<name>_se`` of each
+    ratio of `RATIOS` (`ratio_standard_error`; none where the ratio has no denominator).
 
     ``km_per_infraction`` is ``inf`` when no episode had an infraction, ``nan`` when there was no
     episode at all (rates are ``nan`` then too); ``at_fault_per_km`` is ``nan`` without distance.
