@@ -7,6 +7,9 @@
 #   curve_alberti | curve_vectorized | curve_blind   train for [minutes] (configs/learning_curve.yaml,
 #                                       learning_curve_vectorized.yaml: in-domain sweeps with sampled
 #                                       actions at iteration 0 and every few iterations, argmax at both ends)
+#   curve_vectorized_short            the vectorized agent with Alberti's overlay (configs/learning_curve.yaml:
+#                                       sweeps every 6 iterations, cosine over 60), to compare both at the
+#                                       same agent-steps (60 iterations of ~1.8 s alone on one H200, plus sweeps)
 #   indomain          the paper-size in-domain protocol for the vectorized checkpoint, timed
 #   table1            the three checkpoints side by side on a reduced in-domain protocol
 #   probes            removal (>= 1,000 removals) and takeover (>= 100 cases) on the Alberti checkpoint
@@ -78,6 +81,7 @@ case "$part" in
     curve_alberti) curve alberti configs/alberti.yaml configs/learning_curve.yaml ;;
     curve_vectorized) curve vectorized configs/vectorized.yaml configs/learning_curve_vectorized.yaml ;;
     curve_blind) curve vectorized_blind configs/vectorized_blind.yaml configs/learning_curve_vectorized.yaml ;;
+    curve_vectorized_short) curve vectorized_short configs/vectorized.yaml configs/learning_curve.yaml ;;
     indomain)
         started=$SECONDS
         python3 -m pictura evaluate --protocol in-domain --device "${EVAL_DEVICE:-cuda}" --ckpt "vectorized=$out/vectorized.ckpt" \
