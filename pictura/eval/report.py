@@ -29,6 +29,12 @@ def sweep_names(actions: str) -> tuple[str, str]:
 Results = dict[str, dict[str, dict[str, float]]]
 
 PERCENT_METRICS = ("at_fault_collision", "offroad", "red_light")
+"""The per-episode rates, shown as percentages."""
+
+
+def display_scale(metric: str) -> float:
+    """The factor ``metric`` is shown at: 100 for `PERCENT_METRICS`, else 1."""
+    return 100.0 if metric in PERCENT_METRICS else 1.0
 
 
 Z95 = 1.96
@@ -42,7 +48,7 @@ def format_value(metric: str, value: float, se: float | None = None) -> str:
         return "n/a"
     if math.isinf(value):
         return "inf"
-    scale, digits = (100.0, 1) if metric in PERCENT_METRICS else (1.0, 2)
+    scale, digits = display_scale(metric), (1 if metric in PERCENT_METRICS else 2)
     text = f"{scale * value:.{digits}f}"
     if isinstance(se, int | float) and math.isfinite(se):
         text += f" +- {Z95 * scale * se:.{digits}f}"
@@ -110,7 +116,7 @@ def plot_metrics(results: Results, path: str | Path | None = None):
     for ax, metric in zip(axes, METRICS, strict=True):
         for policy, per_density in results.items():
             labels = list(per_density)
-            scale = 100.0 if metric in PERCENT_METRICS else 1.0
+            scale = display_scale(metric)
             values, halves = [], []
             for d in labels:
                 v = per_density[d][metric]

@@ -188,12 +188,12 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path):
     a record has no count), one line per run, shaded +- `pictura.eval.report.Z95` standard errors where the records
     have them (`density_mean_se`). Saves ``path``; returns the figure."""
     from pictura.eval.metrics import METRIC_LABELS
-    from pictura.eval.report import PERCENT_METRICS, Z95
+    from pictura.eval.report import Z95, display_scale
 
     fig, axes = _panels(len(CURVE_METRICS))
     by_steps = all(r.get("agent_steps") is not None for recs in runs.values() for r in recs)
     for ax, metric in zip(axes, CURVE_METRICS, strict=True):
-        scale = 100.0 if metric in PERCENT_METRICS else 1.0
+        scale = display_scale(metric)
         for name, records in runs.items():
             x = [r["agent_steps"] / 1e6 if by_steps else r["iteration"] for r in records]
             y = [scale * density_mean(r, metric) for r in records]
@@ -224,7 +224,7 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
     """Markdown: first and last evaluation of every run, density means (+- `pictura.eval.report.Z95`
     standard errors where the records have them), and the change between them: its interval
     (the two errors combined as independent) says whether the change is more than noise."""
-    from pictura.eval.report import PERCENT_METRICS, Z95
+    from pictura.eval.report import PERCENT_METRICS, Z95, display_scale
 
     def cell(value: float, se: float, metric: str, sign: str = "") -> str:
         digits = 3 if metric == "km_per_infraction" else 2  # minutes-old policies: ~0.02 km
@@ -238,7 +238,7 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
         for r in ends:
             cells = []
             for m in CURVE_METRICS:
-                scale = 100.0 if m in PERCENT_METRICS else 1.0
+                scale = display_scale(m)
                 cells.append(cell(scale * density_mean(r, m), scale * density_mean_se(r, m), m))
             steps = "-" if r.get("agent_steps") is None else _count(r["agent_steps"])
             lines.append(f"| {name} | {r['iteration']} | {steps} | " + " | ".join(cells) + " |")
@@ -246,7 +246,7 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
             first, last = ends
             cells = []
             for m in CURVE_METRICS:
-                scale = 100.0 if m in PERCENT_METRICS else 1.0
+                scale = display_scale(m)
                 change = scale * (density_mean(last, m) - density_mean(first, m))
                 se = scale * math.hypot(density_mean_se(first, m), density_mean_se(last, m))
                 cells.append(cell(change, se, m, "+"))
