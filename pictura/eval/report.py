@@ -41,6 +41,15 @@ Z95 = 1.96
 """Half-width of a reported interval in standard errors (95 % for a normal estimate)."""
 
 
+def shade_interval(ax, x, y, halves, color) -> None:
+    """Shade ``y`` +- ``halves`` on matplotlib axes ``ax`` in the line's ``color``, when any
+    half-width is positive; a NaN half leaves a gap at its point."""
+    if any(math.isfinite(h) and h > 0.0 for h in halves):
+        lower = [v - h for v, h in zip(y, halves, strict=True)]
+        upper = [v + h for v, h in zip(y, halves, strict=True)]
+        ax.fill_between(x, lower, upper, color=color, alpha=0.15, linewidth=0)
+
+
 def format_value(metric: str, value: float, se: float | None = None) -> str:
     """Rates as percentages (1 decimal), goals with 2 decimals, km per infraction with 2; with a
     standard error ``se``, ``value +- Z95 se`` (`pictura.eval.metrics.summarize`'s ``<metric>_se``)."""

@@ -188,7 +188,7 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path):
     a record has no count), one line per run, shaded +- `pictura.eval.report.Z95` standard errors where the records
     have them (`density_mean_se`). Saves ``path``; returns the figure."""
     from pictura.eval.metrics import METRIC_LABELS
-    from pictura.eval.report import Z95, display_scale
+    from pictura.eval.report import Z95, display_scale, shade_interval
 
     fig, axes = _panels(len(CURVE_METRICS))
     by_steps = all(r.get("agent_steps") is not None for recs in runs.values() for r in recs)
@@ -198,12 +198,7 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path):
             x = [r["agent_steps"] / 1e6 if by_steps else r["iteration"] for r in records]
             y = [scale * density_mean(r, metric) for r in records]
             (line,) = ax.plot(x, y, marker="o", label=name)
-            half = [Z95 * scale * density_mean_se(r, metric) for r in records]
-            if any(math.isfinite(h) for h in half):
-                ax.fill_between(
-                    x, [v - h for v, h in zip(y, half, strict=True)], [v + h for v, h in zip(y, half, strict=True)],
-                    color=line.get_color(), alpha=0.15, linewidth=0,
-                )  # fmt: skip
+            shade_interval(ax, x, y, [Z95 * scale * density_mean_se(r, metric) for r in records], line.get_color())
             if metric != "at_fault_collision":
                 continue
             # the share spent on halted wrecks (`pictura.eval.metrics.PARTNERS`), if recorded

@@ -143,7 +143,7 @@ def _takeover(args, env, policy) -> dict:
 def _plot_takeover(result: dict, path: Path, title: str) -> None:
     import matplotlib
 
-    from pictura.eval.report import Z95
+    from pictura.eval.report import Z95, shade_interval
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -153,13 +153,9 @@ def _plot_takeover(result: dict, path: Path, title: str) -> None:
         g = result["summary"][group]
         for name, curve in g["curves"].items():
             (line,) = ax.plot(curve["time_from_reveal_s"], curve["speed_mean"], label=name)
-            half = [Z95 * (se or 0.0) for se in curve.get("speed_se", [])]
-            if any(half):  # +- 1.96 SE over the cases
-                ax.fill_between(
-                    curve["time_from_reveal_s"], [m - h for m, h in zip(curve["speed_mean"], half, strict=True)],
-                    [m + h for m, h in zip(curve["speed_mean"], half, strict=True)], color=line.get_color(), alpha=0.15,
-                    linewidth=0,
-                )  # fmt: skip
+            if "speed_se" in curve:  # +- 1.96 SE over the cases (0 where fewer than two)
+                half = [Z95 * (se or 0.0) for se in curve["speed_se"]]
+                shade_interval(ax, curve["time_from_reveal_s"], curve["speed_mean"], half, line.get_color())
         ax.axvline(0, color="grey", lw=0.5)
         ax.set_title(f"{group} ({g['cases']} cases)", fontsize=9)
         ax.set_xlabel("time from reveal (s)")
