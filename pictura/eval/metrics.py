@@ -399,19 +399,17 @@ def summarize(counters: torch.Tensor) -> dict[str, float]:
             out[name] = scale * c[num] / c[den]
         else:  # no episode, no distance; or episodes without an infraction: no km between them
             out[name] = math.inf if name == "km_per_infraction" and n > 0 else math.nan
-    km = c["distance_m"] / 1000.0
-    out["collision"] = c["collision"] / n if n > 0 else math.nan
-    for p in PARTNERS:
-        out[f"at_fault_{p}"] = c[f"at_fault_{p}"] / n if n > 0 else math.nan
-    out["episodes"] = n
-    out["infraction_episodes"] = c["infraction_episodes"]
-    out["distance_km"] = km
-    if c["scenarios"] > 0:
-        out["scenarios"] = c["scenarios"]
-    for name, (num, den, scale) in RATIOS.items():
         se = ratio_standard_error(
             c[num], c[den], c[f"{num}*{num}"], c[f"{num}*{den}"], c[f"{den}*{den}"], c["scenarios"]
         )
         if math.isfinite(se):  # two scenarios or more, and a denominator
             out[f"{name}_se"] = scale * se
+    out["collision"] = c["collision"] / n if n > 0 else math.nan
+    for p in PARTNERS:
+        out[f"at_fault_{p}"] = c[f"at_fault_{p}"] / n if n > 0 else math.nan
+    out["episodes"] = n
+    out["infraction_episodes"] = c["infraction_episodes"]
+    out["distance_km"] = c["distance_m"] / 1000.0
+    if c["scenarios"] > 0:
+        out["scenarios"] = c["scenarios"]
     return out
