@@ -24,6 +24,10 @@ from pictura.modules.encoders import ActorCritic, GroupMLP, _check_positive, spe
 PARTNER_POSITION_COLUMNS = (0, 1, 6)
 """Columns of a partner row (`pictura.envs.observations.PARTNER_WIDTH`) in units of 200 m:
 relative x, y and distance."""
+MAP_POSITION_COLUMNS = {"lanes": (0, 1), "boundaries": (0, 1), "traffic": (0, 1, 2, 3)}
+"""Columns in units of 200 m of the map sets' rows: a lane or boundary piece's midpoint x, y
+(`pictura.envs.observations.SEGMENT_WIDTH`), a stop line's endpoints x1, y1, x2, y2
+(``TRAFFIC_WIDTH``)."""
 
 SET_KEYS = ("partners", "lanes", "boundaries", "traffic")
 """Entity sets, each with ``<name>_mask``; the partner set also reads ``partners_aux``."""
@@ -98,6 +102,15 @@ class VectorizedPolicy(ActorCritic):
             Why it exists: in the twentieth session's vectorized runs the value term's gradient
             was 6-29x the policy term's (`train/grad_norm/{value,policy}`). Measured once
             (twenty-first session): it did not help (collisions 22.0 %); `vf_coef` 0.1 did.
+        map_position_gain: not in Table 4 (1.0): the same for the map sets, whose positions
+            (`MAP_POSITION_COLUMNS`) are multiplied by it. Why it exists: a road edge 1 m away
+            differs from one 2 m away by 0.005 of an input, and the vectorized agent's off-road
+            rate stayed at 51-60 % where Alberti's, which sees the near road magnified by the
+            perspective, falls to 35 % in the same agent-steps. Measured (twenty-third session,
+            both gains 10, Table 5's `vf_coef` 0.5, Alberti's 82 M agent-steps, three seeds):
+            at-fault collisions 19.8 -> 14.1-16.5 %, off-road 75 -> 56-70 %, goals 0.00 ->
+            0.06-0.13; without the gains the agent hardly learns to drive in that budget (goals
+            0.01, distance per episode unchanged). `configs/position_gain.yaml` sets both.
     """
 
     OBSERVATION_KEYS = OBSERVATION_KEYS
@@ -113,11 +126,13 @@ class VectorizedPolicy(ActorCritic):
         group_norm: bool = False,
         partner_position_gain: float = 1.0,
         critic_trunk: bool = False,
+        map_position_gain: float = 1.0,
     ):
         super().__init__()
         _check_positive(num_actions=num_actions, group_width=group_width, trunk_width=trunk_width, trunk_layers=trunk_layers)
-        if not partner_position_gain > 0.0:
-            raise ValueError(f"partner_position_gain must be > 0, got {partner_position_gain}")
+        for name, gain in (("partner_position_gain", partner_position_gain), ("map_position_gain", map_position_gain)):
+            if not gain > 0.0:
+                raise ValueError(f"{name} must be > 0, got {gain}")
         groups = len(SET_KEYS) + 2
         if backbone_width is not None and backbone_width != groups * group_width:
             raise ValueError(
@@ -134,10 +149,13 @@ class VectorizedPolicy(ActorCritic):
         if len(aux) != 2 or aux[0] != widths["partners"][0]:
             raise ValueError(f"('observation', 'partners_aux') must be ({widths['partners'][0]}, F), got {aux}")
         self.set_sizes = {key: k for key, (k, _) in widths.items()}
-        self.partner_position_gain = float(partner_position_gain)
-        scale = torch.ones(widths["partners"][1])
-        scale[list(PARTNER_POSITION_COLUMNS)] = self.partner_position_gain
-        self.register_buffer("partner_scale", scale, persistent=False)
+        self.gains = {"partners": float(partner_position_gain)}
+        self.gains.update({key: float(map_position_gain) for key in MAP_POSITION_COLUMNS})
+        columns = {"partners": PARTNER_POSITION_COLUMNS, **MAP_POSITION_COLUMNS}
+        for key, gain in self.gains.items():
+            scale = torch.ones(widths[key][1])
+            scale[list(columns[key])] = gain
+            self.register_buffer(f"{key}_scale", scale, persistent=False)  # not in checkpoints: keys stay
         self.partners = SetEncoder(widths["partners"][1] + aux[1], group_width, group_norm)
         self.lanes = SetEncoder(widths["lanes"][1], group_width, group_norm)
         self.boundaries = SetEncoder(widths["boundaries"][1], group_width, group_norm)
@@ -164,8 +182,10 @@ class VectorizedPolicy(ActorCritic):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Tensors in `OBSERVATION_KEYS` order (shapes in the module docstring)
         -> logits (B, num_actions), value (B,)."""
-        if self.partner_position_gain != 1.0:
-            partners = partners * self.partner_scale
+        partners, lanes, boundaries, traffic = (
+            x if self.gains[key] == 1.0 else x * getattr(self, f"{key}_scale")
+            for key, x in zip(SET_KEYS, (partners, lanes, boundaries, traffic), strict=True)
+        )
         features = torch.cat(
             [
                 self.partners(torch.cat([partners, partners_aux], dim=-1), partners_mask),

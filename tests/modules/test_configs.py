@@ -83,7 +83,8 @@ def test_full_config_print_config_round_trips(config, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("config", "overlay"),
     (("alberti.yaml", "learning_curve.yaml"), ("vectorized.yaml", "learning_curve_vectorized.yaml"),
-     ("alberti.yaml", "procedural.yaml")),
+     ("alberti.yaml", "procedural.yaml"), ("vectorized.yaml", "position_gain.yaml"),
+     ("vectorized_blind.yaml", "position_gain.yaml")),
 )
 def test_overlays_parse_on_the_agent_configs(config, overlay, capsys):
     """The GPU overlays compose with the full config (nothing is instantiated)."""
@@ -91,7 +92,9 @@ def test_overlays_parse_on_the_agent_configs(config, overlay, capsys):
         run_lightning_cli(["fit", "-c", str(CONFIGS / config), "-c", str(CONFIGS / overlay), "--print_config"])
     assert exit_info.value.code in (0, None)
     printed = capsys.readouterr().out
-    if overlay.startswith("learning_curve"):
+    if overlay == "position_gain.yaml":
+        assert "partner_position_gain: 10.0" in printed and "map_position_gain: 10.0" in printed
+    elif overlay.startswith("learning_curve"):
         assert "at_start: true" in printed and "max_time: 00:00:07:00" in printed
         assert "actions: sample" in printed and "actions: argmax" in printed
         assert "minibatch_size: 8192" in printed

@@ -168,19 +168,33 @@ def test_capacities_come_from_the_spec():
     assert logits.shape == (B, 12) and torch.isfinite(value).all()
 
 
-def test_partner_position_gain_scales_only_positions_and_distance():
-    # Reference: the default policy, same weights, fed partner rows whose x, y and distance
-    # (columns 0, 1, 6 of the layout docstring) are multiplied by hand.
+SEGMENT_GAIN = torch.tensor([4.0, 4.0, 1, 1, 1, 1])  # midpoint x, y of a lane / boundary piece
+
+
+@pytest.mark.parametrize(
+    ("option", "by_hand"),
+    (
+        # partner rows: x, y and distance (columns 0, 1, 6 of the layout docstring)
+        ("partner_position_gain", {"partners": torch.tensor([4.0, 4.0, 1, 1, 1, 1, 4.0])}),
+        # map rows: lane and boundary midpoints, stop-line endpoints x1, y1, x2, y2
+        ("map_position_gain", {"lanes": SEGMENT_GAIN, "boundaries": SEGMENT_GAIN,
+                               "traffic": torch.tensor([4.0, 4.0, 4.0, 4.0, 1, 1, 1, 1])}),
+    ),
+)  # fmt: skip
+def test_position_gains_scale_only_the_positions(option, by_hand):
+    # Reference: the default policy, same weights, fed rows whose position columns are
+    # multiplied by hand.
     torch.manual_seed(0)
     spec = _spec()
-    gained = VectorizedPolicy(spec, partner_position_gain=10.0)
+    gained = VectorizedPolicy(spec, **{option: 4.0})
     plain = VectorizedPolicy(spec)
     plain.load_state_dict(gained.state_dict())
     assert set(gained.state_dict()) == set(plain.state_dict())  # checkpoints keep their keys
     obs = _observation(spec, torch.Generator().manual_seed(1))["observation"]
-    by_hand = obs.clone()
-    by_hand["partners"] = obs["partners"] * torch.tensor([10.0, 10.0, 1, 1, 1, 1, 10.0])
-    for have, want in zip(gained(obs), plain(by_hand), strict=True):
+    scaled = obs.clone()
+    for key, factor in by_hand.items():
+        scaled[key] = obs[key] * factor
+    for have, want in zip(gained(obs), plain(scaled), strict=True):
         assert torch.allclose(have, want, atol=1e-6)
     assert not torch.allclose(gained(obs)[0], plain(obs)[0])
 
@@ -209,6 +223,8 @@ def test_clear_errors():
     spec = _spec()
     with pytest.raises(ValueError, match="partner_position_gain"):
         VectorizedPolicy(spec, partner_position_gain=0.0)
+    with pytest.raises(ValueError, match="map_position_gain"):
+        VectorizedPolicy(spec, map_position_gain=-1.0)
     with pytest.raises(ValueError, match="backbone_width"):
         VectorizedPolicy(spec, backbone_width=256)
     with pytest.raises(ValueError, match="group_width"):
