@@ -6,10 +6,12 @@
 # parts:
 #   curve_alberti | curve_vectorized | curve_blind   train for [minutes] (configs/learning_curve.yaml,
 #                                       learning_curve_vectorized.yaml: in-domain sweeps with sampled
-#                                       actions at iteration 0 and every few iterations, argmax at both ends)
+#                                       actions at iteration 0 and every few iterations, argmax at both ends;
+#                                       the vectorized ones with configs/position_gain.yaml)
 #   curve_vectorized_short            the vectorized agent with Alberti's overlay (configs/learning_curve.yaml:
-#                                       sweeps every 6 iterations, cosine over 60), to compare both at the
-#                                       same agent-steps (60 iterations of ~1.8 s alone on one H200, plus sweeps)
+#                                       sweeps every 6 iterations, cosine over 60) and position_gain.yaml, to
+#                                       compare both at the same agent-steps (add FIT_ARGS=
+#                                       "--model.init_args.max_iterations=38" for Alberti's 8-minute budget)
 #   indomain          the paper-size in-domain protocol for the vectorized checkpoint, timed
 #   table1            the three checkpoints side by side on a reduced in-domain protocol
 #   probes            removal (>= 1,000 removals) and takeover (>= 100 cases) on the Alberti checkpoint
@@ -57,9 +59,12 @@ last_run() {  # name: the newest version folder of the run
     ls -d "$runs/$1"/version_* | tail -1
 }
 
-curve() {  # name config overlay
-    local name="$1" config="$2" overlay="$3"
-    fit_for "$name" "${PRECISION:-bf16-mixed}" -c "$config" -c "$overlay" ${MAPS_OVERLAY:-}
+curve() {  # name config overlay...
+    local name="$1" config="$2"
+    shift 2
+    local overlays=()
+    for overlay in "$@"; do overlays+=(-c "$overlay"); done
+    fit_for "$name" "${PRECISION:-bf16-mixed}" -c "$config" "${overlays[@]}" ${MAPS_OVERLAY:-}
     local dir
     dir="$(last_run "$name")"
     cp "$dir/eval/density_sweep.jsonl" "$out/${name}_sweeps.jsonl"
@@ -79,9 +84,9 @@ case "$part" in
             "bf16-mixed=$out/precision_bf16-mixed.tfevents" --out "$out/precision.png"
         ;;
     curve_alberti) curve alberti configs/alberti.yaml configs/learning_curve.yaml ;;
-    curve_vectorized) curve vectorized configs/vectorized.yaml configs/learning_curve_vectorized.yaml ;;
-    curve_blind) curve vectorized_blind configs/vectorized_blind.yaml configs/learning_curve_vectorized.yaml ;;
-    curve_vectorized_short) curve vectorized_short configs/vectorized.yaml configs/learning_curve.yaml ;;
+    curve_vectorized) curve vectorized configs/vectorized.yaml configs/learning_curve_vectorized.yaml configs/position_gain.yaml ;;
+    curve_blind) curve vectorized_blind configs/vectorized_blind.yaml configs/learning_curve_vectorized.yaml configs/position_gain.yaml ;;
+    curve_vectorized_short) curve vectorized_short configs/vectorized.yaml configs/learning_curve.yaml configs/position_gain.yaml ;;
     indomain)
         started=$SECONDS
         python3 -m pictura evaluate --protocol in-domain --device "${EVAL_DEVICE:-cuda}" --ckpt "vectorized=$out/vectorized.ckpt" \
