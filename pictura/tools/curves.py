@@ -11,6 +11,10 @@ metric (`CURVE_METRICS`: Table 1's five, per episode, and at-fault collisions pe
 mean over densities against agent-steps trained, one line per run. A Markdown table of the first
 and last evaluation of every run is printed.
 
+Runs named ``GROUP/MEMBER`` (e.g. ``gains/seed 0``, ``gains/seed 1``) are one arm over several
+seeds: they share a colour (a marker each), and the table adds the group's pooled first and
+last evaluation and its change (`pooled`), so "did the arm improve" is read over all its seeds.
+
 ``--training`` plots the training scalars of the runs' TensorBoard event files instead
 (`TRAINING_SCALARS`: mean reward per agent-step, entropy, off-road, collision and goal events per agent-step;
 ``--scalars`` picks others, e.g. ``train/grad_norm,train/advantage/abs_p90``) against
@@ -31,6 +35,13 @@ CURVE_METRICS = ("goals", "at_fault_collision", "offroad", "red_light", "km_per_
 distance per infraction (the paper's five Table-1 metrics). Early policies that start moving
 drive further per episode, so the per-episode rates and km / infraction can disagree; the last
 panel, at-fault collisions per km driven, separates the collision hazard from that exposure."""
+
+
+GROUP_SEPARATOR = "/"
+"""``GROUP/MEMBER`` run names form groups (`run_groups`)."""
+
+MEMBER_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+"""Markers of a group's members, in order (the group shares one colour)."""
 
 
 TRAINING_SCALARS = (
@@ -183,6 +194,49 @@ def density_mean_se(record: dict, metric: str) -> float:
     return math.sqrt(sum(e * e for e in errors)) / len(errors)
 
 
+def run_groups(names) -> dict[str, list[str]]:
+    """``{group: member run names}`` for the groups of two or more runs named ``GROUP/MEMBER``,
+    in the order the runs come."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        group, separator, _ = name.partition(GROUP_SEPARATOR)
+        if separator:
+            groups.setdefault(group, []).append(name)
+    return {group: members for group, members in groups.items() if len(members) > 1}
+
+
+def pooled(values: list[float], errors: list[float]) -> tuple[float, float]:
+    """(mean over runs, its standard error) of one metric, one value and error per run. The
+    error is the larger of two. One is the runs' mean error: `DensitySweep` evaluates every run
+    on the same scenarios, so their evaluation errors are shared, not independent, and pooling
+    seeds does not shrink them (NaN if a run has none). The other is the spread between the
+    runs (sample std / sqrt(n)): seeds can differ by more than their evaluation noise."""
+    n = len(values)
+    mean = sum(values) / n
+    shared = sum(errors) / n
+    between = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n) if n > 1 else math.nan
+    known = [e for e in (shared, between) if math.isfinite(e)]
+    return mean, max(known) if known else math.nan
+
+
+def _styles(names) -> dict[str, dict]:
+    """Line style per run: its own colour, or its group's colour and a marker per member."""
+    import matplotlib.pyplot as plt
+
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    groups = run_groups(names)
+    member_of = {name: (group, members.index(name)) for group, members in groups.items() for name in members}
+    keys: list[str] = []  # one colour per group or ungrouped run, in order of appearance
+    styles = {}
+    for name in names:
+        group, index = member_of.get(name, (name, 0))
+        if group not in keys:
+            keys.append(group)
+        styles[name] = {"color": colours[keys.index(group) % len(colours)],
+                        "marker": MEMBER_MARKERS[index % len(MEMBER_MARKERS)]}
+    return styles
+
+
 def plot_curves(runs: dict[str, list[dict]], path: str | Path):
     """One panel per `CURVE_METRICS` entry, x = agent-steps trained (millions; iterations when
     a record has no count), one line per run, shaded +- `pictura.eval.report.Z95` standard errors where the records
@@ -191,13 +245,14 @@ def plot_curves(runs: dict[str, list[dict]], path: str | Path):
     from pictura.eval.report import Z95, display_scale, shade_interval
 
     fig, axes = _panels(len(CURVE_METRICS))
+    styles = _styles(list(runs))
     by_steps = all(r.get("agent_steps") is not None for recs in runs.values() for r in recs)
     for ax, metric in zip(axes, CURVE_METRICS, strict=True):
         scale = display_scale(metric)
         for name, records in runs.items():
             x = [r["agent_steps"] / 1e6 if by_steps else r["iteration"] for r in records]
             y = [scale * density_mean(r, metric) for r in records]
-            (line,) = ax.plot(x, y, marker="o", label=name)
+            (line,) = ax.plot(x, y, label=name, **styles[name])
             shade_interval(ax, x, y, [Z95 * scale * density_mean_se(r, metric) for r in records], line.get_color())
             if metric != "at_fault_collision":
                 continue
@@ -218,7 +273,9 @@ def _count(n: int) -> str:
 def curve_table(runs: dict[str, list[dict]]) -> str:
     """Markdown: first and last evaluation of every run, density means (+- `pictura.eval.report.Z95`
     standard errors where the records have them), and the change between them: its interval
-    (the two errors combined as independent) says whether the change is more than noise."""
+    (the two errors combined as independent) says whether the change is more than noise. Each
+    group of runs (`run_groups`) adds its pooled first and last evaluations and change
+    (`pooled` over its members' first and last records)."""
     from pictura.eval.report import PERCENT_METRICS, Z95, display_scale
 
     def cell(value: float, se: float, metric: str, sign: str = "") -> str:
@@ -226,32 +283,42 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
         interval = f" +- {Z95 * se:.{digits}f}" if math.isfinite(se) else ""
         return f"{value:{sign}.{digits}f}{interval}" + (" %" if metric in PERCENT_METRICS else "")
 
+    def row(name: str, iteration, steps, values: list[tuple[float, float]], sign: str = "") -> str:
+        cells = [cell(display_scale(m) * v, display_scale(m) * se, m, sign) for m, (v, se) in zip(CURVE_METRICS, values, strict=True)]
+        return f"| {name} | {iteration} | {steps} | " + " | ".join(cells) + " |"
+
+    def change(first: list[tuple[float, float]], last: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        return [(b - a, math.hypot(sa, sb)) for (a, sa), (b, sb) in zip(first, last, strict=True)]
+
+    def evaluation(record: dict) -> list[tuple[float, float]]:
+        return [(density_mean(record, m), density_mean_se(record, m)) for m in CURVE_METRICS]
+
     head = "| run | iteration | agent-steps | " + " | ".join(CURVE_METRICS) + " |"
     lines = [head, "|" + "---|" * (3 + len(CURVE_METRICS))]
     for name, records in runs.items():
         ends = (records[0], records[-1]) if len(records) > 1 else (records[0],)
         for r in ends:
-            cells = []
-            for m in CURVE_METRICS:
-                scale = display_scale(m)
-                cells.append(cell(scale * density_mean(r, m), scale * density_mean_se(r, m), m))
             steps = "-" if r.get("agent_steps") is None else _count(r["agent_steps"])
-            lines.append(f"| {name} | {r['iteration']} | {steps} | " + " | ".join(cells) + " |")
+            lines.append(row(name, r["iteration"], steps, evaluation(r)))
         if len(ends) == 2:
-            first, last = ends
-            cells = []
-            for m in CURVE_METRICS:
-                scale = display_scale(m)
-                change = scale * (density_mean(last, m) - density_mean(first, m))
-                se = scale * math.hypot(density_mean_se(first, m), density_mean_se(last, m))
-                cells.append(cell(change, se, m, "+"))
-            lines.append(f"| {name} | change | | " + " | ".join(cells) + " |")
+            lines.append(row(name, "change", "", change(evaluation(ends[0]), evaluation(ends[1])), "+"))
+    for group, members in run_groups(runs).items():
+        label = f"{group} ({len(members)} runs, pooled)"
+        ends = []
+        for end in (0, -1):
+            per_run = [evaluation(runs[name][end]) for name in members]
+            ends.append([pooled([e[i][0] for e in per_run], [e[i][1] for e in per_run]) for i in range(len(CURVE_METRICS))])
+            steps = [runs[name][end].get("agent_steps") for name in members]
+            mean_steps = "-" if None in steps else _count(sum(steps) / len(steps))
+            lines.append(row(label, "first" if end == 0 else "last", mean_steps, ends[-1]))
+        lines.append(row(label, "change", "", change(*ends), "+"))
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m pictura curves", description=__doc__.split("\n\n")[0])
-    p.add_argument("runs", nargs="+", metavar="[NAME=]RUN", help="run folder (or its density_sweep.jsonl)")
+    p.add_argument("runs", nargs="+", metavar="[NAME=]RUN", help="run folder (or its density_sweep.jsonl); names GROUP/MEMBER (e.g. gains/seed0=...) "
+                   "pool a group's runs in the table and share a colour")
     p.add_argument("--out", required=True, help="PNG to write")
     p.add_argument("--training", action="store_true", help="plot the training scalars of the runs' TensorBoard logs")
     p.add_argument("--scalars", help="with --training: comma-separated scalar tags, one panel each "

@@ -173,3 +173,42 @@ def test_at_fault_collisions_per_km_panel_and_older_records(tmp_path):
     old["results"]["60"]["distance_km"] = 0.0
     del old["results"]["120"]["episodes"]
     assert math.isnan(curves.density_mean(old, "at_fault_per_km"))
+
+
+def test_pooled_error_is_the_larger_of_shared_noise_and_seed_spread():
+    # seeds 2 apart with small errors: the spread between them, sqrt(((-2)^2 + 2^2) / 1 / 2) = 2
+    assert curves.pooled([10.0, 14.0], [1.0, 1.0]) == pytest.approx((12.0, 2.0))
+    # seeds alike, each evaluation +-3 on the same scenarios: pooling does not shrink it
+    assert curves.pooled([12.0, 12.2], [3.0, 3.0]) == pytest.approx((12.1, 3.0))
+    mean, se = curves.pooled([1.0, 3.0], [math.nan, 1.0])  # one run without errors: the spread
+    assert (mean, se) == pytest.approx((2.0, 1.0))
+
+
+def test_runs_named_group_slash_member_share_a_colour_and_a_pooled_row(tmp_path, capsys):
+    """``arm/seed N`` runs: one colour and a marker each on the plot, and the table's pooled
+    first, last and change rows (by hand from the records: `pooled` over the members)."""
+    assert curves.run_groups(["a/1", "b", "a/2", "c/1"]) == {"a": ["a/1", "a/2"]}  # c/1 is alone
+    records = {}
+    for name, last_goals, se in (("arm/seed 0", 1.0, 0.1), ("arm/seed 1", 2.0, 0.3)):
+        first, last = _record(0, 0, {"60": 0.0, "120": 0.0}), _record(5, 10_000_000, {"60": last_goals, "120": last_goals})
+        for r in (first, last):
+            for summary in r["results"].values():
+                summary["goals_se"] = se * math.sqrt(2)  # density mean: sqrt(2 se^2 * 2) / 2 = se
+        run = tmp_path / name.replace("/", "_").replace(" ", "_")
+        _write(run, [first, last])
+        records[name] = run
+    out = tmp_path / "c.png"
+    curves.main([f"{name}={run}" for name, run in records.items()] + [f"solo={records['arm/seed 0']}", "--out", str(out)])
+    table = capsys.readouterr().out
+    fig = curves.plot_curves({name: curves.read_sweeps(run) for name, run in records.items()} | {"solo": curves.read_sweeps(records["arm/seed 0"])}, out)
+    lines = fig.axes[0].get_lines()
+    assert lines[0].get_color() == lines[1].get_color() != lines[2].get_color()
+    assert lines[0].get_marker() != lines[1].get_marker()
+    # goals: last 1.0 +- 0.1 and 2.0 +- 0.3 -> mean 1.5, error max((0.1 + 0.3) / 2, spread 0.5) = 0.5;
+    # first 0 +- 0.1 / 0.3 -> 0 +- 0.2; change 1.5 +- hypot(0.2, 0.5)
+    rows = {line.split(" | ")[1]: line for line in table.splitlines() if line.startswith("| arm (2 runs, pooled)")}
+    assert set(rows) == {"first", "last", "change"}
+    assert "| 10.0 M | 1.50 +- 0.98 |" in rows["last"]  # 1.96 x 0.5
+    assert "| 0.0 K | 0.00 +- 0.39 |" in rows["first"]  # 1.96 x 0.2
+    assert f"+1.50 +- {1.96 * math.hypot(0.2, 0.5):.2f}" in rows["change"]
+    assert "solo (" not in table
