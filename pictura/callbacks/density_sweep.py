@@ -5,8 +5,9 @@ the current policy under the evaluation rules (`pictura.eval.protocols.eval_sim_
 logs ``eval/<density>/<metric>`` (the five metrics, plus ``collision`` and ``episodes``), a
 plot of the metrics vs density: ``<log_dir>/eval/density_sweep_iter_XXXX.png`` and, with a
 TensorBoard logger, the image ``eval/density_sweep``; every sweep also appends one JSON line
-(iteration, agent-steps trained, summaries) to ``<log_dir>/eval/density_sweep.jsonl``, the input
-of ``python -m pictura curves`` (learning curves).
+(iteration, agent-steps trained, summaries, every scenario's raw counts) to
+``<log_dir>/eval/density_sweep.jsonl``, the input of ``python -m pictura curves`` (learning
+curves; the sweeps replay the same scenarios, so it pairs them to test a change).
 
 ``actions="sample"`` evaluates the stochastic policy PPO trains instead (actions drawn from its
 categorical, seeded): early in training the policy is close to uniform and its argmax is one
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from pictura.eval.metrics import PARTNERS, all_reduce_counters, summarize
+from pictura.eval.metrics import COUNTERS, PARTNERS, all_gather_rows, all_reduce_counters, summarize
 from pictura.eval.policies import argmax_policy, sampled_policy
 from pictura.eval.protocols import IN_DOMAIN_DENSITIES, ScenarioProgress, build_in_domain_env, run_density
 from pictura.eval.report import jsonable, plot_metrics, sweep_names
@@ -142,6 +143,7 @@ class DensitySweep(Callback):
         policy.eval()
         act = argmax_policy(policy) if self.actions == "argmax" else sampled_policy(policy, self.seed + 7_919 * rank)
         summaries: dict[str, dict[str, float]] = {}
+        per_scenario: dict[str, list[list[float]]] = {}
         # a bar per density under `validate` / `test`, where the sweep is the whole run (in fit it
         # would cut into Lightning's training bar)
         stage = getattr(getattr(trainer, "state", None), "fn", None)
@@ -150,11 +152,14 @@ class DensitySweep(Callback):
             for density in self.densities:
                 env = self._env(pl_module, density, rank_scenarios, rank)
                 progress = ScenarioProgress(rank_scenarios, f"{self.tag} @ {density} agents", bool(show))
+                rows: list[torch.Tensor] = []
                 counters = run_density(
-                    env, act, rank_scenarios, self.steps, self.seed + 1_000_003 * rank, progress=progress
+                    env, act, rank_scenarios, self.steps, self.seed + 1_000_003 * rank, progress=progress,
+                    scenario_sums=rows,
                 )
                 progress.close()
                 summaries[str(density)] = summarize(all_reduce_counters(counters))
+                per_scenario[str(density)] = all_gather_rows(torch.cat(rows)).cpu().tolist()
         finally:
             policy.train(was_training)
         self.results[iteration] = summaries
@@ -165,7 +170,7 @@ class DensitySweep(Callback):
                 logger.log_metrics(metrics, step=trainer.global_step)
             if self.plot:
                 self._plot(trainer, summaries, log_dir, iteration)
-            self._append_record(pl_module, summaries, log_dir, iteration)
+            self._append_record(pl_module, summaries, log_dir, iteration, per_scenario)
         return summaries
 
     def scalars(self, summaries: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -178,8 +183,11 @@ class DensitySweep(Callback):
             if math.isfinite(s[name])
         }
 
-    def _append_record(self, pl_module: LightningModule, summaries, log_dir: str, iteration: int) -> None:
-        """One line of ``eval/density_sweep.jsonl``: what a learning curve is drawn from."""
+    def _append_record(self, pl_module: LightningModule, summaries, log_dir: str, iteration: int, per_scenario=None) -> None:
+        """One line of ``eval/density_sweep.jsonl``: what a learning curve is drawn from. Beside
+        the summaries, ``scenario_counters`` holds every scenario's `COUNTERS` sums per density
+        (columns ``scenario_counter_columns``), in the same order at every sweep: the sweeps
+        replay the same scenarios, so ``curves`` pairs them to test a change."""
         trained = getattr(pl_module, "trained_agent_steps", None)
         record = {
             "iteration": iteration,
@@ -190,6 +198,9 @@ class DensitySweep(Callback):
             "actions": self.actions,
             "results": summaries,
         }
+        if per_scenario:
+            record["scenario_counter_columns"] = list(COUNTERS)
+            record["scenario_counters"] = per_scenario
         folder = os.path.join(log_dir, "eval")
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, f"{self.stem}.jsonl"), "a") as f:

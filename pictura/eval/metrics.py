@@ -321,6 +321,13 @@ class EpisodeMetrics:
         self._goals *= keep
         self._distance *= keep
 
+    def scenario_sums(self) -> torch.Tensor:
+        """(K, len(`COUNTERS`)) float64 copy of the sums of each scenario's closed episodes since
+        the last `close_scenarios` (what a paired comparison of two evaluations needs)."""
+        if self._scenario_sums is None:
+            raise ValueError("EpisodeMetrics: no per-scenario sums without scenario ids")
+        return self._scenario_sums.clone()
+
     def close_scenarios(self) -> None:
         """The scenarios have ended (every episode closed by `finish`): add their `MOMENTS`
         (scenarios with at least one episode) to ``counters`` and start the next scenarios' sums
@@ -373,6 +380,49 @@ def all_reduce_counters(counters: torch.Tensor) -> torch.Tensor:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.all_reduce(out, op=torch.distributed.ReduceOp.SUM)
     return out
+
+
+def paired_ratio_change(first, last, metric: str) -> tuple[float, float]:
+    """Change of ``metric`` (a `RATIOS` entry) from one evaluation to another of the SAME
+    scenarios, and its standard error, from each evaluation's per-scenario `COUNTERS` sums
+    (rows in the same scenario order, e.g. two `DensitySweep` records' ``scenario_counters``).
+
+    Pairing lets what makes a scenario hard or easy for both policies cancel: the delta
+    method on the per-scenario differences of the two ratios' influence terms,
+    SE^2 = sum_i (v_i - u_i)^2 / (k (k - 1)), u_i = (a_i - R1 b_i) / (b / k) for the first
+    evaluation's ratio R1 = a / b and v_i likewise for the last (k: the scenarios with an
+    episode in either). NaN error below two scenarios; ``(nan, nan)`` when either evaluation has
+    no denominator (no episode; for km per infraction, no infraction)."""
+    first, last = np.asarray(first, np.float64), np.asarray(last, np.float64)
+    if first.ndim != 2 or first.shape != last.shape or first.shape[1] != len(COUNTERS):
+        raise ValueError(
+            f"per-scenario sums must be two (K, {len(COUNTERS)}) arrays of the same K, got {first.shape} and {last.shape}"
+        )
+    num, den, scale = RATIOS[metric]
+    i, j = COUNTERS.index(num), COUNTERS.index(den)
+    # the scenarios with an episode in either evaluation, as `scenario_moments` counts them
+    played = (first[:, C_EPISODES] > 0) | (last[:, C_EPISODES] > 0)
+    first, last, k = first[played], last[played], int(played.sum())
+    ratios, influence = [], []
+    for sums in (first, last):
+        total = sums[:, j].sum()
+        if total <= 0:
+            return math.nan, math.nan
+        r = sums[:, i].sum() / total
+        ratios.append(r)
+        influence.append((sums[:, i] - r * sums[:, j]) / (total / k))
+    se = math.sqrt(float(((influence[1] - influence[0]) ** 2).sum()) / (k * (k - 1.0))) if k > 1 else math.nan
+    return scale * (ratios[1] - ratios[0]), scale * se
+
+
+def all_gather_rows(rows: torch.Tensor) -> torch.Tensor:
+    """``rows`` (n, C) of every DDP rank, concatenated in rank order (each rank must hold the
+    same n, as `pictura.callbacks.DensitySweep`'s ranks do); a copy without torch.distributed."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return rows.clone()
+    parts = [torch.empty_like(rows) for _ in range(torch.distributed.get_world_size())]
+    torch.distributed.all_gather(parts, rows.contiguous())
+    return torch.cat(parts)
 
 
 def summarize(counters: torch.Tensor) -> dict[str, float]:

@@ -164,13 +164,17 @@ def run_density(
     steps: int,
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
+    scenario_sums: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Play ``scenarios`` scenarios (one world each, ``env.num_worlds`` at a time, a fresh seed
     per batch) and return the `ALL_COUNTERS` sums, scenario moments included (not reduced over
     ranks).
 
     ``steps`` must not exceed the env's episode length (`eval_sim_config`). ``progress(n)`` is
-    called after each batch with the number of scenarios it finished.
+    called after each batch with the number of scenarios it finished. A ``scenario_sums`` list
+    gets each batch's (n, len(`COUNTERS`)) per-scenario sums appended, in scenario order: the
+    same seed plays the same scenarios, so two policies' rows pair up
+    (`pictura.eval.metrics.paired_ratio_change`).
     """
     if scenarios < 1:
         raise ValueError(f"scenarios must be >= 1, got {scenarios}")
@@ -186,6 +190,8 @@ def run_density(
         n = min(env.num_worlds, scenarios - done)
         env.set_seed(seed + 7919 * batch)
         rollout_scenarios(env, policy, steps, metrics, world_mask=worlds < n)
+        if scenario_sums is not None:
+            scenario_sums.append(metrics.scenario_sums()[:n])
         metrics.close_scenarios()
         done += n
         batch += 1

@@ -194,6 +194,38 @@ def density_mean_se(record: dict, metric: str) -> float:
     return math.sqrt(sum(e * e for e in errors)) / len(errors)
 
 
+def _paired_rows(first: dict, last: dict) -> dict | None:
+    """``{density: (first rows, last rows)}`` when both records hold the same scenarios'
+    per-scenario counts (`DensitySweep`'s ``scenario_counters``) for every density, else None."""
+    from pictura.eval.metrics import COUNTERS
+
+    a, b = first.get("scenario_counters"), last.get("scenario_counters")
+    columns = list(COUNTERS)
+    if not a or not b or first.get("scenario_counter_columns") != columns or last.get("scenario_counter_columns") != columns:
+        return None
+    if set(a) != set(b) or set(a) != set(first["results"]) or any(len(a[d]) != len(b[d]) for d in a):
+        return None
+    return {d: (a[d], b[d]) for d in a}
+
+
+def density_mean_change(first: dict, last: dict, metric: str) -> tuple[float, float, bool]:
+    """(change of `density_mean` from ``first`` to ``last``, its standard error, paired). When
+    both records hold the same scenarios' per-scenario counts, the error is paired
+    (`pictura.eval.metrics.paired_ratio_change` per density, combined over densities as
+    independent); else the two records' errors combined as independent."""
+    from pictura.eval.metrics import RATIOS, paired_ratio_change
+
+    rows = _paired_rows(first, last) if metric in RATIOS else None
+    if rows is not None:
+        per_density = [paired_ratio_change(f, l, metric) for f, l in rows.values()]
+        if all(math.isfinite(c) for c, _ in per_density):
+            change = sum(c for c, _ in per_density) / len(per_density)
+            se = math.sqrt(sum(e * e for _, e in per_density)) / len(per_density)
+            return change, se, True
+    change = density_mean(last, metric) - density_mean(first, metric)
+    return change, math.hypot(density_mean_se(first, metric), density_mean_se(last, metric)), False
+
+
 def run_groups(names) -> dict[str, list[str]]:
     """``{group: member run names}`` for the groups of two or more runs named ``GROUP/MEMBER``,
     in the order the runs come."""
@@ -275,7 +307,8 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
     standard errors where the records have them), and the change between them: its interval
     (the two errors combined as independent) says whether the change is more than noise. Each
     group of runs (`run_groups`) adds its pooled first and last evaluations and change
-    (`pooled` over its members' first and last records)."""
+    (`pooled` over its members' first and last records, and over their changes). A change's
+    error is paired where both records hold per-scenario counts (`density_mean_change`)."""
     from pictura.eval.report import PERCENT_METRICS, Z95, display_scale
 
     def cell(value: float, se: float, metric: str, sign: str = "") -> str:
@@ -287,12 +320,22 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
         cells = [cell(display_scale(m) * v, display_scale(m) * se, m, sign) for m, (v, se) in zip(CURVE_METRICS, values, strict=True)]
         return f"| {name} | {iteration} | {steps} | " + " | ".join(cells) + " |"
 
-    def change(first: list[tuple[float, float]], last: list[tuple[float, float]]) -> list[tuple[float, float]]:
-        return [(b - a, math.hypot(sa, sb)) for (a, sa), (b, sb) in zip(first, last, strict=True)]
-
     def evaluation(record: dict) -> list[tuple[float, float]]:
         return [(density_mean(record, m), density_mean_se(record, m)) for m in CURVE_METRICS]
 
+    def change(records: list[dict]) -> list[tuple[float, float]]:
+        nonlocal paired
+        out = []
+        for m in CURVE_METRICS:
+            value, se, is_paired = density_mean_change(records[0], records[-1], m)
+            paired |= is_paired
+            out.append((value, se))
+        return out
+
+    def pool(per_run: list[list[tuple[float, float]]]) -> list[tuple[float, float]]:
+        return [pooled([e[i][0] for e in per_run], [e[i][1] for e in per_run]) for i in range(len(CURVE_METRICS))]
+
+    paired = False
     head = "| run | iteration | agent-steps | " + " | ".join(CURVE_METRICS) + " |"
     lines = [head, "|" + "---|" * (3 + len(CURVE_METRICS))]
     for name, records in runs.items():
@@ -301,17 +344,18 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
             steps = "-" if r.get("agent_steps") is None else _count(r["agent_steps"])
             lines.append(row(name, r["iteration"], steps, evaluation(r)))
         if len(ends) == 2:
-            lines.append(row(name, "change", "", change(evaluation(ends[0]), evaluation(ends[1])), "+"))
+            lines.append(row(name, "change", "", change(records), "+"))
     for group, members in run_groups(runs).items():
         label = f"{group} ({len(members)} runs, pooled)"
-        ends = []
         for end in (0, -1):
-            per_run = [evaluation(runs[name][end]) for name in members]
-            ends.append([pooled([e[i][0] for e in per_run], [e[i][1] for e in per_run]) for i in range(len(CURVE_METRICS))])
             steps = [runs[name][end].get("agent_steps") for name in members]
             mean_steps = "-" if None in steps else _count(sum(steps) / len(steps))
-            lines.append(row(label, "first" if end == 0 else "last", mean_steps, ends[-1]))
-        lines.append(row(label, "change", "", change(*ends), "+"))
+            lines.append(row(label, "first" if end == 0 else "last", mean_steps, pool([evaluation(runs[name][end]) for name in members])))
+        # the members' own changes pooled: each already paired where its records allow
+        lines.append(row(label, "change", "", pool([change(runs[name]) for name in members]), "+"))
+    if paired:
+        lines.append("\nChanges of runs whose records hold per-scenario counts are paired: the same scenarios, "
+                     "first against last (`pictura.eval.metrics.paired_ratio_change`).")
     return "\n".join(lines)
 
 

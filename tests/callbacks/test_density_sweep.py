@@ -15,12 +15,12 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from pictura.callbacks.density_sweep import LOGGED, DensitySweep
 from pictura.envs import DrivingEnv
-from pictura.eval.metrics import summarize
+from pictura.eval.metrics import COUNTERS, summarize
 from pictura.eval.policies import constant_policy, sampled_policy
 from pictura.eval.protocols import build_in_domain_env, run_density
 from pictura.modules import PPO, AlbertiPolicy
 from pictura.render import CameraRig
-from pictura.tools.curves import read_sweeps
+from pictura.tools.curves import curve_table, read_sweeps
 
 MAPS = ["procedural:seed=0"]
 POLICY = functools.partial(
@@ -88,6 +88,14 @@ def test_sweep_logs_every_density_metric_and_a_plot_during_fit(tmp_path):
     assert records[0]["agent_steps"] == 0
     assert records[1]["agent_steps"] == int(model.trained_agent_steps) > 0
     assert records[1]["results"]["6"]["goals"] == pytest.approx(final["6"]["goals"])
+    # every scenario's counts, in the order the sweeps replay them: they add up to the summary,
+    # and two sweeps' rows pair up for `curves`' change
+    assert records[1]["scenario_counter_columns"] == list(COUNTERS)
+    for density in ("4", "6"):
+        rows = records[1]["scenario_counters"][density]
+        assert len(rows) == 2 and all(len(r) == len(COUNTERS) for r in rows)
+        assert sum(r[0] for r in rows) == final[density]["episodes"]
+    assert "are paired" in curve_table({"run": records})
 
 
 def test_ranks_split_scenarios_and_only_rank_zero_logs(tmp_path):

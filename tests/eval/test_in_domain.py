@@ -148,9 +148,13 @@ def test_eval_rules_and_batches(env):
     assert cfg.eval and cfg.v_max == 20.0 and cfg.episode_length == STEPS + 1
     assert cfg.early_reset_halted_fraction == 1.0
     # 3 scenarios on a 2-world env: two batches, the second uses one world
-    counters = run_density(env, random_policy(2), 3, 10, seed=3)
+    rows = []
+    counters = run_density(env, random_policy(2), 3, 10, seed=3, scenario_sums=rows)
     assert counters.shape == (len(ALL_COUNTERS),) and counters[0] > 0
     assert counters[len(COUNTERS)] == 3  # three scenarios played (two batches)
+    # each batch's per-scenario sums: 2 then 1 rows, adding up to the counters
+    assert [r.shape for r in rows] == [(2, len(COUNTERS)), (1, len(COUNTERS))]
+    assert torch.allclose(torch.cat(rows).sum(0), counters[: len(COUNTERS)])
     with pytest.raises(ValueError, match="episode_length"):
         run_density(env, random_policy(2), 1, STEPS + 1)
     with pytest.raises(ValueError, match="steps"):

@@ -14,6 +14,7 @@ from pictura.eval.metrics import (
     all_reduce_counters,
     collision_at_fault,
     collision_partner,
+    paired_ratio_change,
     summarize,
 )
 from pictura.maps.roadmap import AGENT_PEDESTRIAN, AGENT_VEHICLE
@@ -239,3 +240,74 @@ def test_wrong_shape_names_the_field():
     with pytest.raises(ValueError, match="offroad"):
         z = torch.zeros(3, dtype=torch.bool)
         m.update(z, z, z, torch.zeros(2, dtype=torch.bool), z, torch.zeros(3), torch.zeros(3))
+
+
+def _scenario_sums(rng, k, episodes_scale=20.0):
+    """(k, len(COUNTERS)) per-scenario sums with plausible counts (rates below 1)."""
+    sums = np.zeros((k, len(COUNTERS)))
+    episodes = rng.integers(5, int(episodes_scale) + 5, k).astype(float)
+    sums[:, COUNTERS.index("episodes")] = episodes
+    sums[:, COUNTERS.index("at_fault_collision")] = rng.binomial(episodes.astype(int), 0.2)
+    sums[:, COUNTERS.index("offroad")] = rng.binomial(episodes.astype(int), 0.5)
+    sums[:, COUNTERS.index("distance_m")] = episodes * rng.uniform(10.0, 40.0, k)
+    return sums
+
+
+def test_paired_change_is_the_delta_method_on_the_scenario_pairs():
+    # Reference: the delta method in matrix form, g(means) = c/d - a/b over the k scenarios'
+    # (a, b, c, d) = (first num, first den, last num, last den), Var = grad' Cov grad / k
+    # (sample covariance): a different route to the same number.
+    rng = np.random.default_rng(0)
+    k = 24
+    first, last = _scenario_sums(rng, k), _scenario_sums(rng, k)
+    last[:, COUNTERS.index("episodes")] = first[:, COUNTERS.index("episodes")] + rng.integers(-2, 3, k)
+    for metric, num, den, scale in (("at_fault_collision", "at_fault_collision", "episodes", 1.0),
+                                     ("offroad", "offroad", "episodes", 1.0),
+                                     ("at_fault_per_km", "at_fault_collision", "distance_m", 1e3)):
+        x = np.stack([first[:, COUNTERS.index(num)], first[:, COUNTERS.index(den)],
+                      last[:, COUNTERS.index(num)], last[:, COUNTERS.index(den)]], axis=1)
+        a, b, c, d = x.mean(0)
+        grad = np.array([-1 / b, a / b**2, 1 / d, -c / d**2])
+        se = math.sqrt(grad @ np.cov(x.T, ddof=1) @ grad / k)
+        change, got_se = paired_ratio_change(first, last, metric)
+        assert change == pytest.approx(scale * (c / d - a / b), rel=1e-12), metric
+        assert got_se == pytest.approx(scale * se, rel=1e-9), metric
+    # the same evaluation twice: no change, no error
+    assert paired_ratio_change(first, first, "offroad") == (0.0, 0.0)
+    # scenarios without an episode in either evaluation do not count (as in the moments)
+    padded = np.concatenate([first, np.zeros((3, len(COUNTERS)))]), np.concatenate([last, np.zeros((3, len(COUNTERS)))])
+    assert paired_ratio_change(*padded, "offroad") == pytest.approx(paired_ratio_change(first, last, "offroad"))
+
+
+def test_paired_change_pairs_what_a_scenario_shares():
+    # Scenario difficulty common to both evaluations cancels: the paired error is well under the
+    # two evaluations' own errors combined as independent.
+    rng = np.random.default_rng(1)
+    k = 32
+    first = _scenario_sums(rng, k)
+    hard = rng.uniform(0.0, 0.9, k)  # per-scenario off-road share, the same for both policies
+    n = first[:, COUNTERS.index("episodes")]
+    first[:, COUNTERS.index("offroad")] = np.round(n * hard)
+    last = first.copy()
+    last[:, COUNTERS.index("offroad")] = np.round(n * np.clip(hard - 0.1 + rng.normal(0, 0.03, k), 0, 1))
+    change, se = paired_ratio_change(first, last, "offroad")
+    independent = math.hypot(*(summarize(torch.tensor(_with_moments(x))).get("offroad_se") for x in (first, last)))
+    assert change < 0 and se < 0.3 * independent
+
+
+def _with_moments(sums):
+    from pictura.eval.metrics import scenario_moments
+
+    t = torch.tensor(sums)
+    return torch.cat([t.sum(0), scenario_moments(t)]).numpy()
+
+
+def test_paired_change_errors():
+    rng = np.random.default_rng(2)
+    first = _scenario_sums(rng, 4)
+    with pytest.raises(ValueError, match="same K"):
+        paired_ratio_change(first, first[:3], "offroad")
+    empty = np.zeros_like(first)
+    assert all(math.isnan(v) for v in paired_ratio_change(empty, first, "offroad"))
+    change, se = paired_ratio_change(first[:1], first[:1] * 2, "goals")
+    assert math.isnan(se)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
+import torch
 
 from pictura.tools import curves
 
@@ -205,10 +207,52 @@ def test_runs_named_group_slash_member_share_a_colour_and_a_pooled_row(tmp_path,
     assert lines[0].get_color() == lines[1].get_color() != lines[2].get_color()
     assert lines[0].get_marker() != lines[1].get_marker()
     # goals: last 1.0 +- 0.1 and 2.0 +- 0.3 -> mean 1.5, error max((0.1 + 0.3) / 2, spread 0.5) = 0.5;
-    # first 0 +- 0.1 / 0.3 -> 0 +- 0.2; change 1.5 +- hypot(0.2, 0.5)
+    # first 0 +- 0.1 / 0.3 -> 0 +- 0.2; the change pools the runs' own changes, 1.0 +- hypot(0.1, 0.1)
+    # and 2.0 +- hypot(0.3, 0.3): 1.5 +- max(their mean error 0.28, spread 0.5)
     rows = {line.split(" | ")[1]: line for line in table.splitlines() if line.startswith("| arm (2 runs, pooled)")}
     assert set(rows) == {"first", "last", "change"}
     assert "| 10.0 M | 1.50 +- 0.98 |" in rows["last"]  # 1.96 x 0.5
     assert "| 0.0 K | 0.00 +- 0.39 |" in rows["first"]  # 1.96 x 0.2
-    assert f"+1.50 +- {1.96 * math.hypot(0.2, 0.5):.2f}" in rows["change"]
+    assert "+1.50 +- 0.98" in rows["change"]
     assert "solo (" not in table
+
+
+def test_change_is_paired_when_both_records_hold_the_same_scenarios():
+    """With per-scenario counts in both records, the change's error is paired per density
+    (`paired_ratio_change`, tested on its own) and combined over densities as independent;
+    otherwise (or with a different scenario count) the records' errors combined."""
+    from pictura.eval.metrics import COUNTERS, paired_ratio_change, scenario_moments, summarize
+
+    rng = np.random.default_rng(3)
+
+    def record(iteration, sums_by_density):
+        results = {}
+        for d, sums in sums_by_density.items():
+            t = torch.tensor(sums)
+            results[d] = summarize(torch.cat([t.sum(0), scenario_moments(t)]))
+        return {"iteration": iteration, "agent_steps": iteration, "results": results,
+                "scenario_counter_columns": list(COUNTERS),
+                "scenario_counters": {d: sums.tolist() for d, sums in sums_by_density.items()}}
+
+    def sums(k):
+        out = np.zeros((k, len(COUNTERS)))
+        n = rng.integers(5, 15, k).astype(float)
+        out[:, COUNTERS.index("episodes")] = n
+        out[:, COUNTERS.index("offroad")] = rng.binomial(n.astype(int), rng.uniform(0.1, 0.9, k))
+        return out
+
+    first = {"60": sums(8), "120": sums(8)}
+    last = {d: s.copy() for d, s in first.items()}
+    for s in last.values():
+        s[:, COUNTERS.index("offroad")] = np.maximum(s[:, COUNTERS.index("offroad")] - 1, 0)
+    a, b = record(0, first), record(5, last)
+    change, se, paired = curves.density_mean_change(a, b, "offroad")
+    per_density = [paired_ratio_change(first[d], last[d], "offroad") for d in ("60", "120")]
+    assert paired and change == pytest.approx(sum(c for c, _ in per_density) / 2)
+    assert se == pytest.approx(math.hypot(*(e for _, e in per_density)) / 2)
+    # without the counts in one record, or with another scenario count: the records' own errors
+    for other in ({k: v for k, v in b.items() if k != "scenario_counters"},
+                  record(5, {"60": sums(7), "120": sums(8)})):
+        change, se, paired = curves.density_mean_change(a, other, "offroad")
+        assert not paired
+        assert se == pytest.approx(math.hypot(curves.density_mean_se(a, "offroad"), curves.density_mean_se(other, "offroad")))
