@@ -311,3 +311,20 @@ def test_paired_change_errors():
     assert all(math.isnan(v) for v in paired_ratio_change(empty, first, "offroad"))
     change, se = paired_ratio_change(first[:1], first[:1] * 2, "goals")
     assert math.isnan(se)
+
+
+def test_all_gather_rows_concatenates_the_ranks_in_order(monkeypatch):
+    from pictura.eval.metrics import all_gather_rows
+
+    mine = torch.tensor([[1.0, 2.0], [3.0, 4.0]])  # rank 0's scenarios
+    other = torch.tensor([[5.0, 6.0], [7.0, 8.0]])  # rank 1's
+
+    def all_gather(parts, tensor):
+        parts[0].copy_(tensor)
+        parts[1].copy_(other)
+
+    assert torch.equal(all_gather_rows(mine), mine)  # no process group: a copy
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda: 2)
+    monkeypatch.setattr(torch.distributed, "all_gather", all_gather)
+    assert torch.equal(all_gather_rows(mine), torch.cat([mine, other]))
