@@ -217,7 +217,7 @@ def density_mean_change(first: dict, last: dict, metric: str) -> tuple[float, fl
 
     rows = _paired_rows(first, last) if metric in RATIOS else None
     if rows is not None:
-        per_density = [paired_ratio_change(f, l, metric) for f, l in rows.values()]
+        per_density = [paired_ratio_change(before, after, metric) for before, after in rows.values()]
         if all(math.isfinite(c) for c, _ in per_density):
             change = sum(c for c, _ in per_density) / len(per_density)
             se = math.sqrt(sum(e * e for _, e in per_density)) / len(per_density)
