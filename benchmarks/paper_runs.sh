@@ -18,7 +18,8 @@
 #   precision         Alberti for [minutes] in fp32, then in bf16-mixed (same seed, compiled, no
 #                     evaluation sweeps): training scalars side by side in precision.png
 # ${PRECISION:-bf16-mixed}, ${COMPILE:-true}, ${MAPS_OVERLAY:-} ("-c configs/procedural.yaml") and
-# ${FIT_ARGS:-} (more overrides, e.g. "--model.init_args.minibatch_size=8192") apply to training.
+# ${FIT_ARGS:-} (more overrides, e.g. "--model.init_args.minibatch_size=8192") apply to training;
+# ${SEEDS:-} ("0 1 2") runs a curve part once per seed, all at once on the one GPU (<part>_s<seed>).
 # ${EVAL_DEVICE:-cuda}, ${TABLE1_SCENARIOS:-32}, ${TABLE1_STEPS:-1000}, ${PROBE_MAP:-carla:Town10HD} for the rest.
 set -uo pipefail
 out="${1:?usage: paper_runs.sh OUT_DIR part [minutes]}"
@@ -59,19 +60,35 @@ last_run() {  # name: the newest version folder of the run
     ls -d "$runs/$1"/version_* | tail -1
 }
 
-curve() {  # name config overlay...
-    local name="$1" config="$2"
-    shift 2
-    local overlays=()
-    for overlay in "$@"; do overlays+=(-c "$overlay"); done
-    fit_for "$name" "${PRECISION:-bf16-mixed}" -c "$config" "${overlays[@]}" ${MAPS_OVERLAY:-}
-    local dir
+collect() {  # name: copy a curve run's sweeps, stripped checkpoint and events into $out
+    local name="$1" dir
     dir="$(last_run "$name")"
     cp "$dir/eval/density_sweep.jsonl" "$out/${name}_sweeps.jsonl"
     cp "$dir/eval/density_sweep_sample.jsonl" "$out/${name}_sweeps_sample.jsonl"
     strip_ckpt "$dir/checkpoints/last.ckpt" "$out/${name}.ckpt"
     cp "$dir"/events.out.tfevents.* "$out/${name}.tfevents"
     tail -3 "$out/$name.log"
+}
+
+curve() {  # name config overlay...: one run, or with ${SEEDS} ("0 1 2") one per seed at once
+    local name="$1" config="$2"
+    shift 2
+    local overlays=()
+    for overlay in "$@"; do overlays+=(-c "$overlay"); done
+    if [[ -z "${SEEDS:-}" ]]; then
+        fit_for "$name" "${PRECISION:-bf16-mixed}" -c "$config" "${overlays[@]}" ${MAPS_OVERLAY:-}
+        collect "$name"
+        return
+    fi
+    # the seeds' runs share the GPU (each is slower than alone), named <name>_s<seed>
+    for seed in $SEEDS; do
+        (
+            FIT_ARGS="${FIT_ARGS:-} --seed_everything=$seed" \
+                fit_for "${name}_s$seed" "${PRECISION:-bf16-mixed}" -c "$config" "${overlays[@]}" ${MAPS_OVERLAY:-}
+            collect "${name}_s$seed"
+        ) &
+    done
+    wait
 }
 
 case "$part" in
