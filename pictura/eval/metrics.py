@@ -382,6 +382,16 @@ def all_reduce_counters(counters: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def same_scenarios(first, last) -> bool:
+    """Whether two evaluations' per-scenario `COUNTERS` sums can be paired: as many scenarios,
+    and in each the same number of vehicle episodes (in-domain, one per vehicle spawned, whatever
+    the policy does), a check that the same seeds built the same scenarios."""
+    first, last = np.asarray(first, np.float64), np.asarray(last, np.float64)
+    if first.ndim != 2 or first.shape != last.shape or first.shape[1] != len(COUNTERS):
+        return False
+    return bool(np.array_equal(first[:, C_EPISODES], last[:, C_EPISODES]))
+
+
 def paired_ratio_change(first, last, metric: str) -> tuple[float, float]:
     """Change of ``metric`` (a `RATIOS` entry) from one evaluation to another of the SAME
     scenarios, and its standard error, from each evaluation's per-scenario `COUNTERS` sums

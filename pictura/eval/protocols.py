@@ -78,12 +78,14 @@ def eval_sim_config(steps: int, base: SimConfig | None = None) -> SimConfig:
 
 @dataclass
 class InDomainResult:
-    """Counters of one density (see `pictura.eval.metrics.ALL_COUNTERS`), not yet reduced."""
+    """Counters of one density (see `pictura.eval.metrics.ALL_COUNTERS`), not yet reduced, and
+    every scenario's (K, len(`COUNTERS`)) sums in scenario order (`run_density`)."""
 
     density: int
     scenarios: int
     steps: int
     counters: torch.Tensor
+    scenario_sums: torch.Tensor | None = None
 
 
 def build_in_domain_env(
@@ -227,8 +229,9 @@ def run_in_domain(
     env = build_in_domain_env(
         build_env, density, min(worlds_per_batch, scenarios), steps, maps, device, seed, base_sim
     )
-    counters = run_density(env, make_policy(env), scenarios, steps, seed, progress)
-    return InDomainResult(density, scenarios, steps, counters)
+    rows: list[torch.Tensor] = []
+    counters = run_density(env, make_policy(env), scenarios, steps, seed, progress, scenario_sums=rows)
+    return InDomainResult(density, scenarios, steps, counters, torch.cat(rows))
 
 
 @torch.no_grad()

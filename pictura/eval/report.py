@@ -11,7 +11,7 @@ import json
 import math
 from pathlib import Path
 
-from pictura.eval.metrics import METRIC_LABELS, METRICS
+from pictura.eval.metrics import METRIC_LABELS, METRICS, paired_ratio_change, same_scenarios
 
 SWEEP_ACTIONS = ("argmax", "sample")
 """How a `pictura.callbacks.DensitySweep` picks actions: greedy, or sampled from the policy."""
@@ -37,6 +37,12 @@ def display_scale(metric: str) -> float:
     return 100.0 if metric in PERCENT_METRICS else 1.0
 
 
+def display_digits(metric: str) -> int:
+    """Decimals ``metric`` is shown with in the evaluation tables: 1 for the `PERCENT_METRICS`
+    (in percent), else 2."""
+    return 1 if metric in PERCENT_METRICS else 2
+
+
 Z95 = 1.96
 """Half-width of a reported interval in standard errors (95 % for a normal estimate)."""
 
@@ -57,7 +63,7 @@ def format_value(metric: str, value: float, se: float | None = None) -> str:
         return "n/a"
     if math.isinf(value):
         return "inf"
-    scale, digits = display_scale(metric), (1 if metric in PERCENT_METRICS else 2)
+    scale, digits = display_scale(metric), display_digits(metric)
     text = f"{scale * value:.{digits}f}"
     if isinstance(se, int | float) and math.isfinite(se):
         text += f" +- {Z95 * scale * se:.{digits}f}"
@@ -92,6 +98,39 @@ def format_table(results: Results, title: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def format_change(metric: str, change: float, se: float) -> str:
+    """A signed difference in `format_value`'s units, ``+- Z95 se`` when the error is finite."""
+    if not math.isfinite(change):
+        return "n/a"
+    scale, digits = display_scale(metric), display_digits(metric)
+    text = f"{scale * change:+.{digits}f}"
+    return text + (f" +- {Z95 * scale * se:.{digits}f}" if math.isfinite(se) else "")
+
+
+def paired_difference_table(per_scenario: dict[str, dict[str, list]], baseline: str | None = None) -> str:
+    """Markdown: each policy's metrics minus ``baseline``'s (default: the first policy), per
+    density, on the same scenarios, with paired intervals (`pictura.eval.metrics.paired_ratio_change`):
+    what makes a scenario hard for both cancels, so a difference is tested more sharply than by
+    the two intervals of `format_table`. ``per_scenario``: ``{policy: {density: (K, COUNTERS)
+    rows}}``. A density whose scenarios differ between the two (`same_scenarios`) shows "-"."""
+    policies = list(per_scenario)
+    baseline = policies[0] if baseline is None else baseline
+    if baseline not in per_scenario:
+        raise ValueError(f"baseline {baseline!r} is not one of the policies {policies}")
+    header = ["Policy - " + baseline, "Density", *(METRIC_LABELS[m] for m in METRICS)]
+    rows = [header, ["---"] * len(header)]
+    for policy in policies:
+        if policy == baseline:
+            continue
+        for density, sums in per_scenario[policy].items():
+            base = per_scenario[baseline].get(density)
+            if base is None or not same_scenarios(base, sums):
+                rows.append([policy, density, *("-" for _ in METRICS)])
+                continue
+            rows.append([policy, density, *(format_change(m, *paired_ratio_change(base, sums, m)) for m in METRICS)])
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows)
+
+
 def jsonable(value):
     """``value`` with non-finite floats made strict-JSON safe (inf -> "inf", nan -> None)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -103,12 +142,16 @@ def jsonable(value):
     return value
 
 
-def write_json(path: str | Path, results: Results, meta: dict) -> None:
-    """``{"meta": {...}, "results": {policy: {density: summary}}}``; ``inf`` is written as the
-    string "inf" and ``nan`` as null (strict JSON)."""
+def write_json(path: str | Path, results: Results, meta: dict, scenario_counters: dict | None = None) -> None:
+    """``{"meta": {...}, "results": {policy: {density: summary}}}``, plus, when given,
+    ``"scenario_counters": {policy: {density: rows}}`` (every scenario's `COUNTERS` sums, for
+    paired comparisons); ``inf`` is written as the string "inf" and ``nan`` as null (strict JSON)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(jsonable({"meta": meta, "results": results}), indent=2, allow_nan=False) + "\n")
+    data = {"meta": meta, "results": results}
+    if scenario_counters is not None:
+        data["scenario_counters"] = scenario_counters
+    path.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
 
 
 def plot_metrics(results: Results, path: str | Path | None = None):

@@ -196,14 +196,15 @@ def density_mean_se(record: dict, metric: str) -> float:
 
 def _paired_rows(first: dict, last: dict) -> dict | None:
     """``{density: (first rows, last rows)}`` when both records hold the same scenarios'
-    per-scenario counts (`DensitySweep`'s ``scenario_counters``) for every density, else None."""
-    from pictura.eval.metrics import COUNTERS
+    per-scenario counts (`DensitySweep`'s ``scenario_counters``; `same_scenarios`) for every
+    density, else None."""
+    from pictura.eval.metrics import COUNTERS, same_scenarios
 
     a, b = first.get("scenario_counters"), last.get("scenario_counters")
     columns = list(COUNTERS)
     if not a or not b or first.get("scenario_counter_columns") != columns or last.get("scenario_counter_columns") != columns:
         return None
-    if set(a) != set(b) or set(a) != set(first["results"]) or any(len(a[d]) != len(b[d]) for d in a):
+    if set(a) != set(b) or set(a) != set(first["results"]) or not all(same_scenarios(a[d], b[d]) for d in a):
         return None
     return {d: (a[d], b[d]) for d in a}
 

@@ -29,7 +29,7 @@ from pictura.eval.protocols import (
     run_womd,
     womd_sources,
 )
-from pictura.eval.report import format_table, plot_metrics, write_json
+from pictura.eval.report import format_table, paired_difference_table, plot_metrics, write_json
 from pictura.tools import parse_resolution
 
 GPU_SLOTS_PER_BATCH = 65_536
@@ -163,7 +163,9 @@ def evaluate_in_domain(args, policies) -> tuple[dict, dict]:
             raise ValueError(f"--densities for in-domain are agents per world (integers >= 1), got {raw}")
     resolution = parse_resolution(args.resolution)
     results: dict[str, dict[str, dict[str, float]]] = {}
+    per_scenario: dict[str, dict[str, list]] = {}
     for name, spec in policies:
+        per_scenario[name] = {}
         if isinstance(spec, str):
             builder, base_sim = _baseline_builder(resolution), None
         else:  # keep the checkpoint's own rules (e.g. its conditioning table), with the eval changes
@@ -178,9 +180,11 @@ def evaluate_in_domain(args, policies) -> tuple[dict, dict]:
             )
             progress.close()
             results[name][str(density)] = M.summarize(M.all_reduce_counters(result.counters))
+            per_scenario[name][str(density)] = result.scenario_sums.cpu().tolist()
     meta = {"protocol": "in-domain", "maps": maps, "maps_note": note, "densities": densities,
-            "scenarios": args.scenarios, "steps": args.steps, "seed": args.seed, "device": args.device}
-    return results, meta
+            "scenarios": args.scenarios, "steps": args.steps, "seed": args.seed, "device": args.device,
+            "scenario_counter_columns": list(M.COUNTERS)}
+    return results, meta, per_scenario
 
 
 def _womd_builder(spec, resolution: tuple[int, int]):
@@ -230,7 +234,7 @@ def evaluate_womd(args, policies) -> tuple[dict, dict]:
     meta = {"protocol": "womd", "maps": [str(data)], "maps_note": f"WOMD scenes of {data} (log replay)",
             "densities": densities, "scenarios": args.scenarios, "scenes": scenes, "scene_files": len(sources),
             "steps": args.steps, "seed": args.seed, "device": args.device}
-    return results, meta
+    return results, meta, None
 
 
 def main(argv: list[str]) -> None:
@@ -247,7 +251,7 @@ def main(argv: list[str]) -> None:
         policies = _parse_policies(args)
         started = time.perf_counter()
         runner = evaluate_in_domain if args.protocol == "in-domain" else evaluate_womd
-        results, meta = runner(args, policies)
+        results, meta, per_scenario = runner(args, policies)
     except (ValueError, FileNotFoundError, NotImplementedError) as err:
         raise SystemExit(f"evaluate: {err}") from None
     meta["wall_s"] = round(time.perf_counter() - started, 3)
@@ -255,7 +259,11 @@ def main(argv: list[str]) -> None:
     title = (f"{meta['protocol']}: {meta['scenarios']} scenarios x {meta['steps']} steps per density; "
              f"{meta['maps_note']}")
     print(format_table(results, title))
-    write_json(args.json, results, meta)
+    if per_scenario is not None and len(per_scenario) > 1:
+        # the same seeds play the same scenarios for every policy: differences are paired
+        print("\nDifferences on the same scenarios (+- 95 %, paired):")
+        print(paired_difference_table(per_scenario))
+    write_json(args.json, results, meta, per_scenario)
     print(f"wrote {args.json}", file=sys.stderr)
     if args.png:
         import matplotlib.pyplot as plt

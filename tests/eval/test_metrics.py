@@ -15,6 +15,7 @@ from pictura.eval.metrics import (
     collision_at_fault,
     collision_partner,
     paired_ratio_change,
+    same_scenarios,
     summarize,
 )
 from pictura.maps.roadmap import AGENT_PEDESTRIAN, AGENT_VEHICLE
@@ -300,6 +301,17 @@ def _with_moments(sums):
 
     t = torch.tensor(sums)
     return torch.cat([t.sum(0), scenario_moments(t)]).numpy()
+
+
+def test_same_scenarios_means_as_many_vehicles_in_each():
+    rng = np.random.default_rng(4)
+    first = _scenario_sums(rng, 5)
+    last = _scenario_sums(rng, 5)
+    last[:, COUNTERS.index("episodes")] = first[:, COUNTERS.index("episodes")]
+    assert same_scenarios(first, last)
+    last[2, COUNTERS.index("episodes")] += 1
+    assert not same_scenarios(first, last)
+    assert not same_scenarios(first, first[:4]) and not same_scenarios(first[:, :3], first[:, :3])
 
 
 def test_paired_change_errors():

@@ -251,8 +251,10 @@ def test_change_is_paired_when_both_records_hold_the_same_scenarios():
     assert paired and change == pytest.approx(sum(c for c, _ in per_density) / 2)
     assert se == pytest.approx(math.hypot(*(e for _, e in per_density)) / 2)
     # without the counts in one record, or with another scenario count: the records' own errors
+    moved = {d: s.copy() for d, s in last.items()}
+    moved["60"][0, COUNTERS.index("episodes")] += 1  # one scenario spawned another vehicle: not the same
     for other in ({k: v for k, v in b.items() if k != "scenario_counters"},
-                  record(5, {"60": sums(7), "120": sums(8)})):
+                  record(5, {"60": sums(7), "120": sums(8)}), record(5, moved)):
         change, se, paired = curves.density_mean_change(a, other, "offroad")
         assert not paired
         assert se == pytest.approx(math.hypot(curves.density_mean_se(a, "offroad"), curves.density_mean_se(other, "offroad")))

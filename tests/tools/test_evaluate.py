@@ -8,7 +8,7 @@ import pytest
 import torch
 from torchrl.data import Bounded, Composite, Unbounded
 
-from pictura.eval.metrics import METRICS
+from pictura.eval.metrics import COUNTERS, METRICS, paired_ratio_change, same_scenarios
 from pictura.modules import AlbertiPolicy
 from pictura.sim import CONDITIONING_WIDTH, EGO_WIDTH
 from pictura.tools.evaluate import main
@@ -96,11 +96,23 @@ def test_checkpoint_is_evaluated_beside_a_baseline(tmp_path, capsys):
     out = tmp_path / "cmp.json"
     main(["--ckpt", f"alberti={ckpt}", "--policy", "constant:7", *TINY[:2], "--densities", "6", "--scenarios", "2",
           "--steps", "8", "--resolution", "16x9", "--no-progress", "--json", str(out)])
-    results = json.loads(out.read_text())["results"]
+    data = json.loads(out.read_text())
+    results = data["results"]
     assert set(results) == {"alberti", "constant:7"}
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    printed = capsys.readouterr().out
+    rows = [line for line in printed.splitlines() if line.startswith("|")]
     assert "[alberti]" in rows[0] and "[constant:7]" in rows[0]
     assert rows[0].count("|") == 1 + 1 + 2 * len(METRICS)
+    # every scenario's counts in the JSON, adding up to the summary; the same seeds built the
+    # same scenarios for both, so the difference table pairs them (paired_ratio_change)
+    assert data["meta"]["scenario_counter_columns"] == list(COUNTERS)
+    base, other = (data["scenario_counters"][p]["6"] for p in ("constant:7", "alberti"))  # the first policy is the base
+    assert len(base) == 2 and sum(r[0] for r in other) == results["alberti"]["6"]["episodes"]
+    assert same_scenarios(base, other)
+    diff = printed.split("Differences on the same scenarios")[1]
+    row = next(line for line in diff.splitlines() if line.startswith("| alberti | 6 |"))
+    change, se = paired_ratio_change(base, other, "offroad")
+    assert f"{100 * change:+.1f} +- {1.96 * 100 * se:.1f}" in row
 
 
 def test_checkpoint_with_another_observation_layout_is_refused(tmp_path):
