@@ -382,13 +382,15 @@ def womd_scenes(
 @dataclass
 class WomdResult:
     """Counters of one density (see `pictura.eval.metrics.ALL_COUNTERS`), not yet reduced;
-    ``scenes``: scenes rolled out, ``skipped``: scenes without a controlled vehicle."""
+    ``scenes``: scenes rolled out, ``skipped``: scenes without a controlled vehicle;
+    ``scenario_sums``: every scene's (K, len(`COUNTERS`)) sums, in scene order."""
 
     density: float
     scenes: int
     skipped: int
     steps: int
     counters: torch.Tensor
+    scenario_sums: torch.Tensor | None = None
 
 
 ReplayEnvBuilder = Callable[..., object]
@@ -442,6 +444,7 @@ def run_womd(
     if not scenes:
         raise ValueError(f"no WOMD scene with a controlled vehicle at density {density}")
     counters = None
+    rows: list[torch.Tensor] = []
     for start in range(0, len(scenes), scenes_per_batch):
         batch = scenes[start : start + scenes_per_batch]
         # episode_length = steps + 1: the scene-end reset never fires inside the rollout
@@ -450,8 +453,9 @@ def run_womd(
         )
         metrics = scenario_metrics(env)
         rollout_scenarios(env, make_policy(env), steps, metrics)
+        rows.append(metrics.scenario_sums()[: len(batch)])
         metrics.close_scenarios()
         counters = metrics.counters if counters is None else counters + metrics.counters
         if progress is not None:
             progress(len(batch))
-    return WomdResult(float(density), len(scenes), skipped, steps, counters)
+    return WomdResult(float(density), len(scenes), skipped, steps, counters, torch.cat(rows).cpu())

@@ -217,10 +217,12 @@ def evaluate_womd(args, policies) -> tuple[dict, dict]:
     densities = [float(d) for d in (args.densities or WOMD_DENSITIES)]
     resolution = parse_resolution(args.resolution)
     results: dict[str, dict[str, dict[str, float]]] = {}
+    per_scenario: dict[str, dict[str, list]] = {}
     scenes: dict[str, int] = {}
     for name, spec in policies:
         builder, base_sim = _womd_builder(spec, resolution)
         results[name] = {}
+        per_scenario[name] = {}
         for density in densities:
             progress = ScenarioProgress(min(args.scenarios, len(sources)), f"{name} @ {density}", not args.no_progress)
             result = run_womd(
@@ -231,10 +233,12 @@ def evaluate_womd(args, policies) -> tuple[dict, dict]:
             progress.close()
             scenes[str(density)] = result.scenes
             results[name][str(density)] = M.summarize(M.all_reduce_counters(result.counters))
+            per_scenario[name][str(density)] = result.scenario_sums.tolist()
     meta = {"protocol": "womd", "maps": [str(data)], "maps_note": f"WOMD scenes of {data} (log replay)",
             "densities": densities, "scenarios": args.scenarios, "scenes": scenes, "scene_files": len(sources),
-            "steps": args.steps, "seed": args.seed, "device": args.device}
-    return results, meta, None
+            "steps": args.steps, "seed": args.seed, "device": args.device,
+            "scenario_counter_columns": list(M.COUNTERS)}
+    return results, meta, per_scenario
 
 
 def main(argv: list[str]) -> None:
@@ -259,8 +263,8 @@ def main(argv: list[str]) -> None:
     title = (f"{meta['protocol']}: {meta['scenarios']} scenarios x {meta['steps']} steps per density; "
              f"{meta['maps_note']}")
     print(format_table(results, title))
-    if per_scenario is not None and len(per_scenario) > 1:
-        # the same seeds play the same scenarios for every policy: differences are paired
+    if len(per_scenario) > 1:
+        # the same seeds (scenes) play the same scenarios for every policy: differences are paired
         print("\nDifferences on the same scenarios (+- 95 %, paired):")
         print(paired_difference_table(per_scenario))
     write_json(args.json, results, meta, per_scenario)

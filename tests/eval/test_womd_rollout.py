@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from pictura.envs.observations import VectorizedObservationConfig
 from pictura.eval.metrics import ALL_COUNTERS, C_DISTANCE, C_EPISODES, COUNTERS
@@ -29,6 +30,10 @@ def test_every_controlled_vehicle_is_one_episode():
     assert int(result.counters[len(COUNTERS)]) == result.scenes  # every scene a scenario of the standard errors
     assert int(result.counters[C_EPISODES]) == expected
     assert float(result.counters[C_DISTANCE]) > 0.0
+    # every scene's own sums, in scene order: one row per scene, one episode per controlled vehicle
+    assert result.scenario_sums.shape == (result.scenes, len(COUNTERS))
+    assert result.scenario_sums[:, C_EPISODES].tolist() == [len(_reference_controlled(p)) for p in files if _reference_controlled(p)]
+    assert torch.allclose(result.scenario_sums.sum(0), result.counters[: len(COUNTERS)])
 
 
 def test_max_scenes_and_no_scene_left_are_clear():
@@ -51,3 +56,4 @@ def test_command_runs_the_womd_protocol(tmp_path):
           "--densities", "1", "0.5", "--scenarios", "2", "--steps", "3", "--resolution", "16x9", "--json", str(out), "--no-progress"])
     data = json.loads(out.read_text())
     assert set(data["results"]["constant:7"]) == {"1.0", "0.5"}
+    assert len(data["scenario_counters"]["constant:7"]["1.0"]) == 2
