@@ -382,14 +382,21 @@ def all_reduce_counters(counters: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _scenario_pair(first, last) -> tuple[np.ndarray, np.ndarray] | None:
+    """Two evaluations' per-scenario `COUNTERS` sums as float64 arrays, or None unless both are
+    (K, len(`COUNTERS`)) with the same K."""
+    first, last = np.asarray(first, np.float64), np.asarray(last, np.float64)
+    if first.ndim != 2 or first.shape != last.shape or first.shape[1] != len(COUNTERS):
+        return None
+    return first, last
+
+
 def same_scenarios(first, last) -> bool:
     """Whether two evaluations' per-scenario `COUNTERS` sums can be paired: as many scenarios,
     and in each the same number of vehicle episodes (in-domain, one per vehicle spawned, whatever
     the policy does), a check that the same seeds built the same scenarios."""
-    first, last = np.asarray(first, np.float64), np.asarray(last, np.float64)
-    if first.ndim != 2 or first.shape != last.shape or first.shape[1] != len(COUNTERS):
-        return False
-    return bool(np.array_equal(first[:, C_EPISODES], last[:, C_EPISODES]))
+    pair = _scenario_pair(first, last)
+    return pair is not None and bool(np.array_equal(pair[0][:, C_EPISODES], pair[1][:, C_EPISODES]))
 
 
 def paired_ratio_change(first, last, metric: str) -> tuple[float, float]:
@@ -403,11 +410,13 @@ def paired_ratio_change(first, last, metric: str) -> tuple[float, float]:
     evaluation's ratio R1 = a / b and v_i likewise for the last (k: the scenarios with an
     episode in either). NaN error below two scenarios; ``(nan, nan)`` when either evaluation has
     no denominator (no episode; for km per infraction, no infraction)."""
-    first, last = np.asarray(first, np.float64), np.asarray(last, np.float64)
-    if first.ndim != 2 or first.shape != last.shape or first.shape[1] != len(COUNTERS):
+    pair = _scenario_pair(first, last)
+    if pair is None:
         raise ValueError(
-            f"per-scenario sums must be two (K, {len(COUNTERS)}) arrays of the same K, got {first.shape} and {last.shape}"
+            f"per-scenario sums must be two (K, {len(COUNTERS)}) arrays of the same K, "
+            f"got {np.shape(first)} and {np.shape(last)}"
         )
+    first, last = pair
     num, den, scale = RATIOS[metric]
     i, j = COUNTERS.index(num), COUNTERS.index(den)
     # the scenarios with an episode in either evaluation, as `scenario_moments` counts them

@@ -458,4 +458,4 @@ def run_womd(
         counters = metrics.counters if counters is None else counters + metrics.counters
         if progress is not None:
             progress(len(batch))
-    return WomdResult(float(density), len(scenes), skipped, steps, counters, torch.cat(rows).cpu())
+    return WomdResult(float(density), len(scenes), skipped, steps, counters, torch.cat(rows))

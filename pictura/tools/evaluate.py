@@ -155,7 +155,7 @@ def _policy_for(spec, env, seed: int):
     return spec.policy(env)
 
 
-def evaluate_in_domain(args, policies) -> tuple[dict, dict]:
+def evaluate_in_domain(args, policies) -> tuple[dict, dict, dict]:
     maps, note = (list(args.maps), "maps: " + ", ".join(args.maps)) if args.maps else default_maps()
     densities = [int(d) for d in (args.densities or IN_DOMAIN_DENSITIES)]
     for d, raw in zip(densities, args.densities or densities, strict=True):
@@ -206,7 +206,7 @@ def _womd_builder(spec, resolution: tuple[int, int]):
     return replay_env_builder(validate_actions=False, **fixed), keywords.get("sim")
 
 
-def evaluate_womd(args, policies) -> tuple[dict, dict]:
+def evaluate_womd(args, policies) -> tuple[dict, dict, dict]:
     if args.data is None:
         from pictura.maps import data_root
 
@@ -233,7 +233,7 @@ def evaluate_womd(args, policies) -> tuple[dict, dict]:
             progress.close()
             scenes[str(density)] = result.scenes
             results[name][str(density)] = M.summarize(M.all_reduce_counters(result.counters))
-            per_scenario[name][str(density)] = result.scenario_sums.tolist()
+            per_scenario[name][str(density)] = result.scenario_sums.cpu().tolist()
     meta = {"protocol": "womd", "maps": [str(data)], "maps_note": f"WOMD scenes of {data} (log replay)",
             "densities": densities, "scenarios": args.scenarios, "scenes": scenes, "scene_files": len(sources),
             "steps": args.steps, "seed": args.seed, "device": args.device,
