@@ -10,8 +10,9 @@
 #                                       the vectorized ones with configs/position_gain.yaml)
 #   curve_vectorized_short            the vectorized agent with Alberti's overlay (configs/learning_curve.yaml:
 #                                       sweeps every 6 iterations, cosine over 60) and position_gain.yaml, to
-#                                       compare both at the same agent-steps (add FIT_ARGS=
-#                                       "--model.init_args.max_iterations=38" for Alberti's 8-minute budget)
+#                                       compare both at the same agent-steps (add FIT_ARGS="-c configs/narrow_sweeps.yaml
+#                                       --model.init_args.max_iterations=38" for Alberti's 8-minute budget and
+#                                       64-scenario sweeps at iterations 0, 19, 38)
 #   indomain          the paper-size in-domain protocol for the vectorized checkpoint, timed
 #   table1            the three checkpoints side by side on a reduced in-domain protocol
 #   probes            removal (>= 1,000 removals) and takeover (>= 100 cases) on the Alberti checkpoint

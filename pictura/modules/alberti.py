@@ -36,6 +36,8 @@ class AlbertiPolicy(ActorCritic):
         queries_per_camera: learned query tokens per camera (16).
         attention_heads: heads of the cross-attention block (4).
         camera_width: each camera's tokens are projected to this width (128; 4 cameras -> 512).
+        init: the hidden layers' initialisation, "torch" (PyTorch's defaults) or "orthogonal"
+            (`ActorCritic.initialize`; the attention block keeps its own).
     """
 
     OBSERVATION_KEYS = OBSERVATION_KEYS
@@ -53,6 +55,7 @@ class AlbertiPolicy(ActorCritic):
         queries_per_camera: int = 16,
         attention_heads: int = 4,
         camera_width: int = 128,
+        init: str = "torch",
     ):
         super().__init__()
         scene_width = 4 * group_width if scene_width is None else scene_width
@@ -87,6 +90,7 @@ class AlbertiPolicy(ActorCritic):
         self.ego = GroupMLP(ego[0], group_width)
         self.conditioning = self.conditioning_encoder(observation_spec, group_width)
         self.build_trunk(scene_width + 2 * group_width, trunk_width, trunk_layers, num_actions)
+        self.initialize(init)
 
     def forward_tensors(
         self, pixels: torch.Tensor, ego: torch.Tensor, conditioning: torch.Tensor, goals: torch.Tensor

@@ -221,12 +221,16 @@ class GroupMLP(nn.Module):
         return self.net(x)
 
 
+WEIGHT_INITS = ("torch", "orthogonal")
+"""Initialisations of a policy's hidden layers (`ActorCritic.initialize`)."""
+
+
 class ActorCritic(nn.Module):
     """The trunk every policy shares: ``features (B, backbone_width) -> logits, value``.
 
     A subclass builds its encoders, calls `build_trunk` with the width of their concatenated
-    embeddings, and implements ``forward_tensors(*tensors)`` over the ``("observation", key)``
-    entries named by its class attribute ``OBSERVATION_KEYS``.
+    embeddings, then `initialize`, and implements ``forward_tensors(*tensors)`` over the
+    ``("observation", key)`` entries named by its class attribute ``OBSERVATION_KEYS``.
     """
 
     OBSERVATION_KEYS: tuple[str, ...] = ()
@@ -258,6 +262,28 @@ class ActorCritic(nn.Module):
         nn.init.orthogonal_(self.critic.weight, 1.0)
         nn.init.zeros_(self.critic.bias)
         self.num_actions = num_actions
+
+    def initialize(self, init: str) -> None:
+        """Initialise the hidden layers: ``"torch"`` keeps PyTorch's defaults; ``"orthogonal"``
+        gives every `nn.Linear` and `nn.Conv2d` outside the heads and the attention block an
+        orthogonal weight of gain sqrt(2) and a zero bias (PPO practice: CleanRL, PufferLib).
+
+        Why: under PyTorch's default each Linear + GELU keeps about 1/12 of its input's
+        variance, so after the group MLP and four trunk layers the trunk output hardly depends
+        on the observation at initialisation (its spread across states was 2-10 % of its
+        magnitude, twenty-third session). An orthogonal weight of gain sqrt(2) keeps the spread
+        through each layer. The heads keep their own init (`build_trunk`)."""
+        if init not in WEIGHT_INITS:
+            raise ValueError(f"init must be one of {WEIGHT_INITS}, got {init!r}")
+        if init == "torch":
+            return
+        keep = {id(self.actor), id(self.critic)}
+        keep |= {id(m.out_proj) for m in self.modules() if isinstance(m, nn.MultiheadAttention)}
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Conv2d)) and id(module) not in keep:
+                nn.init.orthogonal_(module.weight, math.sqrt(2.0))
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
 
     @staticmethod
     def conditioning_encoder(observation_spec, group_width: int, norm: bool = False) -> GroupMLP:

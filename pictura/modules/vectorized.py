@@ -111,6 +111,8 @@ class VectorizedPolicy(ActorCritic):
             at-fault collisions 19.8 -> 14.1-16.5 %, off-road 75 -> 56-70 %, goals 0.00 ->
             0.06-0.13; without the gains the agent hardly learns to drive in that budget (goals
             0.01, distance per episode unchanged). `configs/position_gain.yaml` sets both.
+        init: the hidden layers' initialisation, "torch" (PyTorch's defaults) or "orthogonal"
+            (`ActorCritic.initialize`).
     """
 
     OBSERVATION_KEYS = OBSERVATION_KEYS
@@ -127,6 +129,7 @@ class VectorizedPolicy(ActorCritic):
         partner_position_gain: float = 1.0,
         critic_trunk: bool = False,
         map_position_gain: float = 1.0,
+        init: str = "torch",
     ):
         super().__init__()
         _check_positive(num_actions=num_actions, group_width=group_width, trunk_width=trunk_width, trunk_layers=trunk_layers)
@@ -163,6 +166,7 @@ class VectorizedPolicy(ActorCritic):
         self.ego = GroupMLP(ego[0] + ego_aux[0], group_width, group_norm)
         self.conditioning = self.conditioning_encoder(observation_spec, group_width, group_norm)
         self.build_trunk(groups * group_width, trunk_width, trunk_layers, num_actions, critic_trunk)
+        self.initialize(init)
 
     def forward_tensors(
         self,

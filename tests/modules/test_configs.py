@@ -84,7 +84,8 @@ def test_full_config_print_config_round_trips(config, tmp_path, capsys):
     ("config", "overlay"),
     (("alberti.yaml", "learning_curve.yaml"), ("vectorized.yaml", "learning_curve_vectorized.yaml"),
      ("alberti.yaml", "procedural.yaml"), ("vectorized.yaml", "position_gain.yaml"),
-     ("vectorized_blind.yaml", "position_gain.yaml")),
+     ("vectorized_blind.yaml", "position_gain.yaml"), ("alberti.yaml", "narrow_sweeps.yaml"),
+     ("vectorized.yaml", "narrow_sweeps.yaml")),
 )
 def test_overlays_parse_on_the_agent_configs(config, overlay, capsys):
     """The GPU overlays compose with the full config (nothing is instantiated)."""
@@ -94,6 +95,9 @@ def test_overlays_parse_on_the_agent_configs(config, overlay, capsys):
     printed = capsys.readouterr().out
     if overlay == "position_gain.yaml":
         assert "partner_position_gain: 10.0" in printed and "map_position_gain: 10.0" in printed
+    elif overlay == "narrow_sweeps.yaml":  # one sampled sweep of 64 scenarios, nothing else evaluates
+        assert printed.count("class_path: pictura.callbacks.DensitySweep") == 1
+        assert "scenarios: 64" in printed and "actions: sample" in printed and "CameraVideo" not in printed
     elif overlay.startswith("learning_curve"):
         assert "at_start: true" in printed and "max_time: 00:00:07:00" in printed
         assert "actions: sample" in printed and "actions: argmax" in printed
