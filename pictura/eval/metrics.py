@@ -42,6 +42,9 @@ from pictura.sim.snapshot import BOX_HEADING, BOX_KIND, BOX_LENGTH, BOX_WIDTH, B
 
 METRICS = ("at_fault_collision", "offroad", "red_light", "goals", "km_per_infraction")
 """The five reported metrics, in table-column order."""
+PARTNERS = ("halted", "driving", "parked", "other")
+"""What an at-fault collision hit (`collision_partner` codes 0..3): an agent halted before the
+step, an agent not halted, a parked car, no box within reach."""
 METRIC_LABELS = {
     "at_fault_collision": "At-fault coll. %",
     "offroad": "Off-road %",
@@ -49,10 +52,8 @@ METRIC_LABELS = {
     "goals": "Goals / veh",
     "km_per_infraction": "km / infr.",
     "at_fault_per_km": "At-fault coll. / km",
+    **{f"at_fault_{p}": f"At-fault on {p} %" for p in PARTNERS},
 }
-PARTNERS = ("halted", "driving", "parked", "other")
-"""What an at-fault collision hit (`collision_partner` codes 0..3): an agent halted before the
-step, an agent not halted, a parked car, no box within reach."""
 COUNTERS = (
     "episodes",
     "at_fault_collision",
@@ -75,9 +76,11 @@ RATIOS = {
     "goals": ("goals", "episodes", 1.0),
     "km_per_infraction": ("distance_m", "infraction_episodes", 1e-3),
     "at_fault_per_km": ("at_fault_collision", "distance_m", 1e3),
+    **{f"at_fault_{p}": (f"at_fault_{p}", "episodes", 1.0) for p in PARTNERS},
 }
-"""Each of the five `METRICS`, and the diagnostic ``at_fault_per_km``, as a ratio of two
-`COUNTERS` (numerator, denominator, the scale from metres to km)."""
+"""Each of the five `METRICS`, and the diagnostics ``at_fault_per_km`` and ``at_fault_<partner>``
+(the at-fault rate split by what was hit, `PARTNERS`), as a ratio of two `COUNTERS`
+(numerator, denominator, the scale from metres to km)."""
 MOMENTS = (
     "scenarios",
     *sorted({f"{a}*{b}" for num, den, _ in RATIOS.values() for a, b in ((num, num), (num, den), (den, den))}),
@@ -474,8 +477,6 @@ def summarize(counters: torch.Tensor) -> dict[str, float]:
         if math.isfinite(se):  # two scenarios or more, and a denominator
             out[f"{name}_se"] = scale * se
     out["collision"] = c["collision"] / n if n > 0 else math.nan
-    for p in PARTNERS:
-        out[f"at_fault_{p}"] = c[f"at_fault_{p}"] / n if n > 0 else math.nan
     out["episodes"] = n
     out["infraction_episodes"] = c["infraction_episodes"]
     out["distance_km"] = c["distance_m"] / 1000.0

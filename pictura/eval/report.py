@@ -11,7 +11,7 @@ import json
 import math
 from pathlib import Path
 
-from pictura.eval.metrics import METRIC_LABELS, METRICS, paired_ratio_change, same_scenarios
+from pictura.eval.metrics import METRIC_LABELS, METRICS, PARTNERS, paired_ratio_change, same_scenarios
 
 SWEEP_ACTIONS = ("argmax", "sample")
 """How a `pictura.callbacks.DensitySweep` picks actions: greedy, or sampled from the policy."""
@@ -28,7 +28,7 @@ def sweep_names(actions: str) -> tuple[str, str]:
 
 Results = dict[str, dict[str, dict[str, float]]]
 
-PERCENT_METRICS = ("at_fault_collision", "offroad", "red_light")
+PERCENT_METRICS = ("at_fault_collision", "offroad", "red_light", *(f"at_fault_{p}" for p in PARTNERS))
 """The per-episode rates, shown as percentages."""
 
 

@@ -9,7 +9,8 @@ evaluation: iteration, agent-steps trained, a summary per density); ``--actions 
 the sweeps of the sampled policy, ``eval/density_sweep_sample.jsonl``, instead. The plot has one panel per
 metric (`CURVE_METRICS`: Table 1's five, per episode, and at-fault collisions per km driven), the
 mean over densities against agent-steps trained, one line per run. A Markdown table of the first
-and last evaluation of every run is printed.
+and last evaluation of every run is printed. ``--metrics`` picks other panels and columns, e.g.
+``at_fault_driving,at_fault_halted,at_fault_parked`` (the at-fault rate split by what was hit).
 
 Runs named ``GROUP/MEMBER`` (e.g. ``gains/seed 0``, ``gains/seed 1``) are one arm over several
 seeds: they share a colour (a marker each), and the table adds the group's pooled first and
@@ -270,17 +271,17 @@ def _styles(names) -> dict[str, dict]:
     return styles
 
 
-def plot_curves(runs: dict[str, list[dict]], path: str | Path):
-    """One panel per `CURVE_METRICS` entry, x = agent-steps trained (millions; iterations when
+def plot_curves(runs: dict[str, list[dict]], path: str | Path, metrics: tuple[str, ...] = CURVE_METRICS):
+    """One panel per metric (default `CURVE_METRICS`), x = agent-steps trained (millions; iterations when
     a record has no count), one line per run, shaded +- `pictura.eval.report.Z95` standard errors where the records
     have them (`density_mean_se`). Saves ``path``; returns the figure."""
     from pictura.eval.metrics import METRIC_LABELS
     from pictura.eval.report import Z95, display_scale, shade_interval
 
-    fig, axes = _panels(len(CURVE_METRICS))
+    fig, axes = _panels(len(metrics))
     styles = _styles(list(runs))
     by_steps = all(r.get("agent_steps") is not None for recs in runs.values() for r in recs)
-    for ax, metric in zip(axes, CURVE_METRICS, strict=True):
+    for ax, metric in zip(axes, metrics, strict=True):
         scale = display_scale(metric)
         for name, records in runs.items():
             x = [r["agent_steps"] / 1e6 if by_steps else r["iteration"] for r in records]
@@ -303,8 +304,8 @@ def _count(n: int) -> str:
     return f"{n / 1e6:.1f} M" if n >= 1e6 else f"{n / 1e3:.1f} K"
 
 
-def curve_table(runs: dict[str, list[dict]]) -> str:
-    """Markdown: first and last evaluation of every run, density means (+- `pictura.eval.report.Z95`
+def curve_table(runs: dict[str, list[dict]], metrics: tuple[str, ...] = CURVE_METRICS) -> str:
+    """Markdown: first and last evaluation of every run (columns: ``metrics``), density means (+- `pictura.eval.report.Z95`
     standard errors where the records have them), and the change between them: its interval
     (the two errors combined as independent) says whether the change is more than noise. Each
     group of runs (`run_groups`) adds its pooled first and last evaluations and change
@@ -318,27 +319,27 @@ def curve_table(runs: dict[str, list[dict]]) -> str:
         return f"{value:{sign}.{digits}f}{interval}" + (" %" if metric in PERCENT_METRICS else "")
 
     def row(name: str, iteration, steps, values: list[tuple[float, float]], sign: str = "") -> str:
-        cells = [cell(display_scale(m) * v, display_scale(m) * se, m, sign) for m, (v, se) in zip(CURVE_METRICS, values, strict=True)]
+        cells = [cell(display_scale(m) * v, display_scale(m) * se, m, sign) for m, (v, se) in zip(metrics, values, strict=True)]
         return f"| {name} | {iteration} | {steps} | " + " | ".join(cells) + " |"
 
     def evaluation(record: dict) -> list[tuple[float, float]]:
-        return [(density_mean(record, m), density_mean_se(record, m)) for m in CURVE_METRICS]
+        return [(density_mean(record, m), density_mean_se(record, m)) for m in metrics]
 
     def change(records: list[dict]) -> list[tuple[float, float]]:
         nonlocal paired
         out = []
-        for m in CURVE_METRICS:
+        for m in metrics:
             value, se, is_paired = density_mean_change(records[0], records[-1], m)
             paired |= is_paired
             out.append((value, se))
         return out
 
     def pool(per_run: list[list[tuple[float, float]]]) -> list[tuple[float, float]]:
-        return [pooled([e[i][0] for e in per_run], [e[i][1] for e in per_run]) for i in range(len(CURVE_METRICS))]
+        return [pooled([e[i][0] for e in per_run], [e[i][1] for e in per_run]) for i in range(len(metrics))]
 
     paired = False
-    head = "| run | iteration | agent-steps | " + " | ".join(CURVE_METRICS) + " |"
-    lines = [head, "|" + "---|" * (3 + len(CURVE_METRICS))]
+    head = "| run | iteration | agent-steps | " + " | ".join(metrics) + " |"
+    lines = [head, "|" + "---|" * (3 + len(metrics))]
     for name, records in runs.items():
         ends = (records[0], records[-1]) if len(records) > 1 else (records[0],)
         for r in ends:
@@ -372,7 +373,19 @@ def main(argv: list[str] | None = None) -> None:
 
     p.add_argument("--actions", choices=SWEEP_ACTIONS, default="argmax",
                    help="which sweeps of a run folder: argmax (default) or sampled actions")
+    from pictura.eval.metrics import METRIC_LABELS
+
+    p.add_argument("--metrics", help="comma-separated sweep metrics, one panel and table column each "
+                   f"(default {','.join(CURVE_METRICS)}; also {','.join(m for m in METRIC_LABELS if m not in CURVE_METRICS)})")
     args = p.parse_args(argv)
+    metrics = CURVE_METRICS
+    if args.metrics is not None:
+        if args.training:
+            p.error("--metrics is for the sweeps; with --training use --scalars")
+        metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+        unknown = [m for m in metrics if m not in METRIC_LABELS]
+        if unknown or not metrics:
+            p.error(f"--metrics: unknown {unknown or 'none given'}; known: {', '.join(METRIC_LABELS)}")
     tags = TRAINING_SCALARS
     if args.scalars is not None:
         if not args.training:
@@ -417,8 +430,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{name}: reward per agent-step {reward[0][1]:.4f} -> {reward[-1][1]:.4f} "
                       f"over {_count(int(reward[-1][0]))} agent-steps ({len(reward)} iterations)")
     else:
-        plt.close(plot_curves(runs, args.out))
-        print(curve_table(runs))
+        plt.close(plot_curves(runs, args.out, metrics))
+        print(curve_table(runs, metrics))
     print(f"wrote {args.out}")
 
 

@@ -94,6 +94,7 @@ def hand_built_episode():
     """Six slots over four steps (per-step metres in ``dist``):
 
     0  vehicle, 2 m/step, at-fault collision at step 1 (into slot 1's side)  -> 4 m, 1 infraction
+       (what it hit: slot 1, not halted before the step, so "driving" in `PARTNERS`)
     1  vehicle, standing, struck at step 1 (not at fault)                    -> 0 m, no infraction
     2  vehicle, 5 m/step, goals at steps 0 and 2                             -> 20 m, 2 goals
     3  vehicle, 3 m/step, red light at step 3                                -> 12 m, 1 infraction
@@ -120,7 +121,8 @@ def hand_built_episode():
             goal[2] = 1.0
         dist = torch.tensor([2.0, 0.0, 5.0, 3.0, 1.0, 1.0]) * counted
         at_fault = collision_at_fault(collision, speed, boxes, S)
-        steps.append((counted.clone(), at_fault, collision, offroad, red, goal, dist))
+        partner = collision_partner(collision, boxes, torch.zeros(S, dtype=torch.int64), S)  # none halted
+        steps.append((counted.clone(), at_fault, collision, offroad, red, goal, dist, partner))
         counted &= ~(collision | offroad | red)  # infractions halt the agent
     return torch.tensor([k == AGENT_VEHICLE for k in KINDS]), steps
 
@@ -176,6 +178,11 @@ def test_standard_errors_from_the_spread_over_scenarios():
         "offroad": np.array([0.0, 0.0, 1.0]),
         "red_light": np.array([0.0, 1.0, 0.0]),
         "goals": np.array([0.0, 2.0, 0.0]),
+        # what the at-fault collision hit: slot 1, standing but not halted before the step
+        "at_fault_driving": np.array([1.0, 0.0, 0.0]),
+        "at_fault_halted": np.zeros(3),
+        "at_fault_parked": np.zeros(3),
+        "at_fault_other": np.zeros(3),
     }
     for name, a in counts.items():
         r = a.sum() / n.sum()

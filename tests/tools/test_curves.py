@@ -258,3 +258,23 @@ def test_change_is_paired_when_both_records_hold_the_same_scenarios():
         change, se, paired = curves.density_mean_change(a, other, "offroad")
         assert not paired
         assert se == pytest.approx(math.hypot(curves.density_mean_se(a, "offroad"), curves.density_mean_se(other, "offroad")))
+
+
+def test_metrics_option_picks_the_panels_and_columns(tmp_path, capsys):
+    """``--metrics`` names the sweep metrics to show (here the at-fault rate split by what was
+    hit); an unknown one, or one with ``--training``, is an error naming it."""
+    run = tmp_path / "run"
+    first, last = _record(0, 0, {"60": 1.0, "120": 0.0}), _record(3, 3_000_000, {"60": 4.0, "120": 2.0})
+    for record, shares in ((first, (0.06, 0.02)), (last, (0.03, 0.01))):
+        for summary in record["results"].values():
+            summary["at_fault_driving"], summary["at_fault_parked"] = shares
+    _write(run, [first, last])
+    curves.main(["v=" + str(run), "--metrics", "at_fault_driving, at_fault_parked", "--out", str(tmp_path / "p.png")])
+    text = capsys.readouterr().out
+    assert "| run | iteration | agent-steps | at_fault_driving | at_fault_parked |" in text
+    assert "| v | 0 | 0.0 K | 6.00 % | 2.00 % |" in text and "| v | change |  | -3.00 % | -1.00 % |" in text
+    for bad, match in ((["--metrics", "at_fault_wall"], "at_fault_wall"), (["--metrics", " , "], "none given"),
+                       (["--metrics", "goals", "--training"], "--scalars")):
+        with pytest.raises(SystemExit):
+            curves.main([str(run), "--out", str(tmp_path / "x.png"), *bad])
+        assert match in capsys.readouterr().err
