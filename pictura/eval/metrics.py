@@ -14,9 +14,10 @@ infraction; it is counted separately as ``collision`` (any collision).
 
 Standard errors: a run that says which scenario each slot plays (`EpisodeMetrics(scenario=...)`,
 as the in-domain protocol and `DensitySweep` do) also sums per-scenario second moments, and
-`summarize` then reports ``<metric>_se`` beside each of the five and ``at_fault_per_km``: the
-standard error of a ratio of sums over scenarios (the delta method, scenarios as the
-independent units, since the vehicles of one scenario meet each other), from two scenarios on.
+`summarize` then reports ``<metric>_se`` beside each ratio of `RATIOS` (the five,
+``at_fault_per_km`` and the four ``at_fault_<partner>`` shares): the standard error of a ratio of
+sums over scenarios (the delta method, scenarios as the independent units, since the vehicles
+of one scenario meet each other), from two scenarios on.
 
 Diagnostics beside the five: what the at-fault collisions hit (`PARTNERS`), as shares of
 episodes that add up to ``at_fault_collision``: ``at_fault_halted`` (an agent already halted by
