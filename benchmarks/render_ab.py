@@ -15,6 +15,8 @@ its default). One JSON line per resolution: both
 agent-steps/s and their ratio, both per-kernel times (ms), and the share of the saved views'
 pixels that differ, by more than one level, and the largest difference. Run-to-run noise on an
 H200 is about 1 %; images are deterministic per device, so any changed pixel is the change's.
+Both runs get ``$PICTURA_DATA`` as an absolute path (each runs in its own tree), and runs that
+drew different scenes (map, agents, ...: `SCENE_KEYS`) give an error line instead of a comparison.
 """
 
 from __future__ import annotations
@@ -54,6 +56,27 @@ def parse_env(pairs: list[str], flag: str) -> dict[str, str]:
     return env
 
 
+SCENE_KEYS = ("scene", "map", "agents", "requests", "agents_per_world", "parked_per_world", "spawn", "cameras")
+"""Fields of a `render_throughput.py` line that say which scene was drawn: two runs that differ
+in any of them drew different scenes, and their images and speeds do not compare."""
+
+
+def scene_mismatch(ref_line: dict, new_line: dict) -> str | None:
+    """None when both runs drew the same scene (`SCENE_KEYS`), else what differs."""
+    diff = [f"{k}: {ref_line.get(k)!r} vs {new_line.get(k)!r}" for k in SCENE_KEYS if ref_line.get(k) != new_line.get(k)]
+    return "; ".join(diff) or None
+
+
+def run_env(extra_env: dict[str, str], tree: Path) -> dict[str, str]:
+    """A run's environment: ours, the tree on PYTHONPATH, ``extra_env``, and PICTURA_DATA made
+    absolute. Each run's working directory is its tree, so a relative data root would name
+    another folder there (or none, and the pinned scene falls back to the procedural town)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]), **extra_env)
+    if env.get("PICTURA_DATA"):
+        env["PICTURA_DATA"] = str(Path(env["PICTURA_DATA"]).expanduser().resolve())
+    return env
+
+
 def run_tree(tree: Path, tag: str, args, views: Path, extra_env: dict[str, str]) -> dict[str, dict]:
     """Run the throughput sweep in ``tree``: resolution -> {"line": ..., "kernels": {name: ms}}."""
     script = tree / "benchmarks" / "render_throughput.py"
@@ -64,7 +87,7 @@ def run_tree(tree: Path, tag: str, args, views: Path, extra_env: dict[str, str])
         "--iters", str(args.iters), "--profile", "--save-views", str(views / f"{tag}_"),
         "--save-count", str(args.save_count), *args.extra,
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]), **extra_env)
+    env = run_env(extra_env, tree)
     shown = [f"{k}={v}" for k, v in extra_env.items()] + cmd
     print(f"# {tag}: {' '.join(shown)}", file=sys.stderr, flush=True)
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
@@ -140,6 +163,10 @@ def main(argv: list[str] | None = None) -> None:
                 print(json.dumps({"name": "render_ab", "resolution": res, "error": "a run printed no result"}))
                 continue
             bl, al = b["line"], a["line"]
+            mismatch = scene_mismatch(bl, al)
+            if mismatch:
+                print(json.dumps({"name": "render_ab", "resolution": res, "error": f"the runs drew different scenes: {mismatch}"}))
+                continue
             row = {
                 "name": "render_ab",
                 "ref": ref_name,

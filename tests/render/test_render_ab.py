@@ -32,3 +32,25 @@ def test_env_pairs_parse_and_a_malformed_one_is_named():
     assert parse_env(["A=1", "B=x=y"], "--env") == {"A": "1", "B": "x=y"}
     with pytest.raises(SystemExit, match="--ref-env takes KEY=VALUE, got 'NOVALUE'"):
         parse_env(["NOVALUE"], "--ref-env")
+
+
+def test_a_relative_data_root_reaches_both_runs_whole(tmp_path, monkeypatch):
+    # Each run's working directory is its own tree: PICTURA_DATA=.data would name another folder
+    # there, and the pinned scene silently fell back to the procedural town in one run only.
+    from benchmarks.render_ab import run_env
+
+    (tmp_path / ".data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PICTURA_DATA", ".data")
+    env = run_env({"X": "1"}, tmp_path / "tree")
+    assert env["PICTURA_DATA"] == str(tmp_path / ".data")
+    assert env["X"] == "1" and env["PYTHONPATH"].startswith(str(tmp_path / "tree"))
+
+
+def test_runs_on_different_scenes_are_not_compared():
+    from benchmarks.render_ab import scene_mismatch
+
+    line = {"scene": "pinned", "map": "Town10HD", "agents": 20400, "requests": 20400, "cameras": 4}
+    assert scene_mismatch(line, dict(line)) is None
+    got = scene_mismatch(line, dict(line, map="procedural"))
+    assert got == "map: 'Town10HD' vs 'procedural'"
