@@ -196,8 +196,8 @@ class RampCoverage:
 class ExactCoverage:
     """Box edges from the silhouette's exact screen lines (`Renderer(coverage="exact")`): the
     pixel's box-filter coverage within ~0.016 of the exact polygon area away from corners
-    (issue 5); an earlier build of it was 11-12 % slower at 96x54 on an H200 (docs/renderer.md,
-    round 27)."""
+    (issue 5), about 10 % slower than `RampCoverage` at 96x54 on an H200 (docs/renderer.md,
+    rounds 27-32)."""
 
     unused: int
 
@@ -2309,13 +2309,16 @@ of 256 threads: cap 64: 845 K / 355 K; 56: 893 K / 375 K; 48: 923 K / 386 K; 40:
 blocks of 128 (`RASTER_BLOCK_DIM`): cap 56: 946 K / 406 K; 48: 962 K / 399 K;
 40: 959 K / 376 K; blocks of 64: cap 56: 926 K / 400 K; 48: 941 K / 394 K. With 16 bands per
 thread (round 12): cap 48: 1.048 M / 474 K; 56: 1.033 M / 486 K; 64: 1.011 M / 479 K. Views of
-`rasterizer.WIDE_VIEW_PIXELS` or more use `raster_views_wide` and its cap instead."""
+`rasterizer.WIDE_VIEW_PIXELS` or more (every view of the exact coverage mode) use
+`raster_views_wide` and its cap instead."""
 RASTER_WIDE_MAX_REGISTERS = register_cap("PICTURA_RASTER_WIDE_MAX_REGISTERS", 56)
 """Register cap of `raster_views_wide` (``PICTURA_RASTER_WIDE_MAX_REGISTERS`` overrides it), set
 through CUDA launch bounds so that its spills may go to shared memory: with 32 bands per
 thread, 192x108 on an H200 (docs/renderer.md round 13): cap 56 511 K agent-steps/s, with
 shared-memory spills 520 K (cap 48 with them 501 K); at 96x54 the spills to shared memory
-lose 3 %, so smaller views keep `raster_views`."""
+lose 3 %, so smaller views keep `raster_views`. The exact coverage mode spills more and gains
+there: at 96x54, cap 56 +2.3 % over `raster_views`, 48 +0.9 %, 40 -1.1 %, 64 -0.7 %, 72 -2.7 %
+(round 32), so it draws every view with this kernel."""
 
 
 def _raster_views(
@@ -2397,16 +2400,17 @@ def _raster_views(
 
 
 raster_views = wp.kernel(_raster_views, name="raster_views", cuda_max_registers=RASTER_MAX_REGISTERS)
-"""The raster (`_raster_views`) for views under `rasterizer.WIDE_VIEW_PIXELS` pixels, capped at
-`RASTER_MAX_REGISTERS`."""
+"""The raster (`_raster_views`) for views under `rasterizer.WIDE_VIEW_PIXELS` pixels (of the
+default coverage mode), capped at `RASTER_MAX_REGISTERS`."""
 raster_views_wide = wp.kernel(
     _raster_views,
     name="raster_views_wide",
     launch_bounds=(RASTER_BLOCK_DIM, max(1, 65536 // (RASTER_WIDE_MAX_REGISTERS * RASTER_BLOCK_DIM))),
     enable_cuda_smem_spilling=True,
 )
-"""The same raster for larger views: `RASTER_WIDE_MAX_REGISTERS` per thread (the 64 K registers
-of an SM over the blocks the launch bounds ask it to hold), spills in shared memory."""
+"""The same raster for larger views and for the exact coverage mode: `RASTER_WIDE_MAX_REGISTERS`
+per thread (the 64 K registers of an SM over the blocks the launch bounds ask it to hold),
+spills in shared memory."""
 
 
 @wp.kernel

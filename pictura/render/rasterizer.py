@@ -35,11 +35,13 @@ GATHER_BLOCK_DIM = kernels.block_dim("PICTURA_GATHER_BLOCK_DIM", 64)
 tuning). One thread per view runs a long serial gather, and a call has only ~80 K of them: in
 blocks of 256 an H200 holds two blocks per SM (94 registers), so 320 blocks make an uneven
 second wave; blocks of 64 fit ten per SM and all run at once."""
-WIDE_VIEW_PIXELS = 10_000
-"""Views of at least this many pixels are drawn by `kernels.raster_views_wide` with
-`RASTER_WIDE_BANDS_PER_THREAD`, smaller ones by `kernels.raster_views` with
-`RASTER_BANDS_PER_THREAD` (measured: 96x54 is faster narrow, 192x108 wide; the threshold lies
-between them, docs/renderer.md round 13)."""
+WIDE_VIEW_PIXELS = {"ramp": 10_000, "exact": 0}
+"""Per coverage mode: views of at least this many pixels are drawn by `kernels.raster_views_wide`
+(spills in shared memory) with `RASTER_WIDE_BANDS_PER_THREAD`, smaller ones by
+`kernels.raster_views` with `RASTER_BANDS_PER_THREAD`. Measured on an H200, pinned scene: the
+default is faster narrow at 96x54 and wide at 192x108, so the threshold lies between them
+(docs/renderer.md round 13); the exact mode, which spills more, is faster wide at 96x54 too
+(+2.3 %, round 32)."""
 
 
 def _bands_per_thread(name: str, default: int) -> int:
@@ -85,8 +87,8 @@ class Renderer:
         coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`): "ramp"
             (the default), a ramp over the pixel's footprint in each face's plane, exact head-on
             but up to ~0.33 off for faces seen at an angle; "exact", the box filter of the
-            silhouette's exact screen lines (within ~0.016 away from its corners; an earlier
-            build was 11-12 % slower at 96x54 on an H200: docs/renderer.md, "Coverage modes").
+            silhouette's exact screen lines (within ~0.016 away from its corners; about 10 %
+            slower at 96x54 on an H200: docs/renderer.md, "Coverage modes").
         cell_size: culling grid cell edge (m).
     """
 
@@ -225,7 +227,7 @@ class Renderer:
 
     def _wide_views(self) -> bool:
         """Whether the rig's views go to `kernels.raster_views_wide` (`WIDE_VIEW_PIXELS`)."""
-        return self.rig.width * self.rig.height >= WIDE_VIEW_PIXELS
+        return self.rig.width * self.rig.height >= WIDE_VIEW_PIXELS[self.coverage]
 
     def _raster_launch(self) -> tuple[int, int, int, int, float]:
         """The raster's launch at the rig's current resolution (`kernels.raster_launch`: threads

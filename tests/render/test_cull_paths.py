@@ -169,7 +169,9 @@ def test_split_launches_do_not_change_the_image(town, width, height):
     assert np.array_equal(split.render_numpy(boxes, lights, requests), whole)
 
 
-@pytest.mark.parametrize(("width", "height", "kw"), [(37, 21, {}), (104, 100, {}), (37, 21, {"supersample": 2})])
+@pytest.mark.parametrize(
+    ("width", "height", "kw"), [(37, 21, {}), (104, 100, {}), (37, 21, {"supersample": 2}), (37, 21, {"coverage": "exact"})]
+)
 def test_raster_thread_shape_does_not_change_the_image(town, width, height, kw, monkeypatch):
     # One band per thread is the reference; a ragged group (3 bands), the default group, and the
     # wide-view kernel (its own register budget and group) must give the same bytes.
@@ -178,7 +180,7 @@ def test_raster_thread_shape_does_not_change_the_image(town, width, height, kw, 
     _, _, boxes, lights, requests = town
     images = []
     for wide_pixels, bands in ((10**9, 1), (10**9, 3), (10**9, 16), (1, 32)):
-        monkeypatch.setattr(rasterizer, "WIDE_VIEW_PIXELS", wide_pixels)
+        monkeypatch.setattr(rasterizer, "WIDE_VIEW_PIXELS", dict.fromkeys(("ramp", "exact"), wide_pixels))
         monkeypatch.setattr(rasterizer, "RASTER_BANDS_PER_THREAD", bands)
         monkeypatch.setattr(rasterizer, "RASTER_WIDE_BANDS_PER_THREAD", bands)
         images.append(make(town, width=width, height=height, **kw).render_numpy(boxes, lights, requests))
