@@ -195,9 +195,10 @@ class RampCoverage:
 @wp.struct
 class ExactCoverage:
     """Box edges from the silhouette's exact screen lines (`Renderer(coverage="exact")`): the
-    pixel's box-filter coverage within ~0.016 of the exact polygon area away from corners
-    (issue 5), about 10 % slower than `RampCoverage` at 96x54 on an H200 (docs/renderer.md,
-    rounds 27-32)."""
+    pixel's box-filter coverage within ~0.016 of the exact polygon area away from corners on the
+    test poses, though 2.7 % of edge pixels on random poses are more than 0.02 off, mostly
+    beside faces under 2 px wide (issue 5); about 10 % slower than `RampCoverage` at 96x54 on an
+    H200 (docs/renderer.md, rounds 27-32)."""
 
     unused: int
 

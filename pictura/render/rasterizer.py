@@ -87,8 +87,9 @@ class Renderer:
         coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`): "ramp"
             (the default), a ramp over the pixel's footprint in each face's plane, exact head-on
             but up to ~0.33 off for faces seen at an angle; "exact", the box filter of the
-            silhouette's exact screen lines (within ~0.016 away from its corners; about 10 %
-            slower at 96x54 on an H200: docs/renderer.md, "Coverage modes").
+            silhouette's exact screen lines (within ~0.016 away from its corners on the test
+            poses, not always beside faces under ~2 px wide; about 10 % slower at 96x54 on an
+            H200: docs/renderer.md, "Coverage modes").
         cell_size: culling grid cell edge (m).
     """
 

@@ -1,7 +1,9 @@
 """Antialiased box edges against the exact polygon-pixel area (NumPy clipping), issue 5.
 
 Issue 5 asks for each edge pixel's coverage within 0.02 of the area of the projected silhouette
-inside it. `Renderer(coverage="exact")` meets that on every pose. The default ramp meets it for a
+inside it. `Renderer(coverage="exact")` meets that on the hand-picked poses, but not on every
+random one (`python -m tests.render.coverage_scan`: 2.7 % of edge pixels over 200 poses, most
+beside a face under 2 px wide on screen); two of those misses are strict xfails. The default ramp meets it for a
 box seen head-on, not for a box turned so that a face is seen at an angle (docs/renderer.md,
 Known limits): those cases are strict xfails, so they turn into failures the day the ramp
 becomes exact, and a second test guards the ramp's present error so that it cannot grow
@@ -29,6 +31,10 @@ OBLIQUE = [  # boxes turned 57-74 degrees, for the exact mode only (the ramp is 
     (12.0, 3.0, 0.0, 1.25, 4.5, 2.0, 1.4),
     (9.0, -3.0, 0.0, -1.3, 4.5, 2.0, 1.4),
     (7.0, 2.5, 0.0, 1.0, 4.5, 2.0, 1.4),
+]
+SCAN_MISSES = [  # from `python -m tests.render.coverage_scan --poses 200 --seed 2`: the exact mode is 0.58-0.69 off
+    (13.155, 4.632, 0.0, 1.731, 4.5, 2.0, 1.4),  # next to a face 0.19 px wide on screen
+    (17.611, -0.031, 0.0, 1.21, 4.5, 2.0, 1.4),  # on a face 2.2 px wide
 ]
 EXACT_WITHIN = 0.02  # issue 5 (8-bit colours add up to ~0.005 of their own)
 RAMP_WITHIN = 0.13  # main's in-plane ramp: 0.007 head-on, 0.058-0.123 on these turned poses
@@ -107,7 +113,23 @@ def test_edge_pixel_coverage_is_the_exact_area(pose):
     assert max(edge_coverage_errors(pose)) <= EXACT_WITHIN
 
 
-@pytest.mark.parametrize("pose", [FACE_ON, *TURNED, *OBLIQUE])
+@pytest.mark.parametrize(
+    "pose",
+    [
+        FACE_ON, *TURNED, *OBLIQUE,
+        *(
+            pytest.param(
+                pose,
+                marks=pytest.mark.xfail(
+                    strict=True,
+                    reason="issue 5: random poses the exact mode misses, beside faces under ~2 px on screen "
+                    '(docs/renderer.md, Known limits; python -m tests.render.coverage_scan)',
+                ),
+            )
+            for pose in SCAN_MISSES
+        ),
+    ],
+)  # fmt: skip
 def test_exact_mode_edge_pixel_coverage_is_the_exact_area(pose):
     assert max(edge_coverage_errors(pose, coverage="exact")) <= EXACT_WITHIN
 
@@ -154,3 +176,15 @@ def test_exact_mode_changes_only_box_edges():
 def test_bad_coverage_mode_is_named():
     with pytest.raises(ValueError, match="coverage"):
         front_renderer(width=W, height=H, coverage="analytic")
+
+
+def test_coverage_scan_poses_lie_in_front_and_a_bad_count_is_named(capsys):
+    from tests.render.coverage_scan import main, random_poses
+
+    poses = np.array(random_poses(50, 3))
+    assert np.all((poses[:, 0] >= 6.0) & (poses[:, 0] <= 20.0))
+    assert np.all(np.abs(poses[:, 1]) <= 0.45 * poses[:, 0])
+    assert np.array_equal(poses, np.array(random_poses(50, 3)))  # seeded
+    with pytest.raises(SystemExit):
+        main(["--poses", "0"])
+    assert "--poses must be >= 1, got 0" in capsys.readouterr().err
