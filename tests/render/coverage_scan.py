@@ -5,7 +5,7 @@
 
 `tests/render/test_coverage.py` checks seven hand-picked poses. This tool draws ``--poses``
 vehicles at random in front of the level camera (6-20 m ahead, up to 0.45 x that to the side,
-any heading), measures every edge pixel as `edge_coverage_error_map` does (2 px from the hull's
+any heading), measures every edge pixel of each mode (`MODES`) as `edge_coverage_error_map` does (2 px from the hull's
 corners and from the horizon left out), and prints one JSON line per mode:
 - the poses with an edge pixel more than 0.02 off;
 - the share of edge pixels more than 0.02 off;
@@ -25,6 +25,14 @@ import numpy as np
 
 import pictura.render.rasterizer as rasterizer
 from tests.render.test_coverage import EXACT_WITHIN, edge_coverage_error_map
+
+MODES = {
+    "exact": {"coverage": "exact"},
+    "ramp": {"coverage": "ramp"},
+    "supersample2": {"supersample": 2, "antialias": False},
+}
+"""The modes measured: `Renderer` options. ``supersample2`` is plain 2x2 supersampling, the
+paper's like-for-like antialiasing baseline (its coverage comes in steps of 1/4)."""
 
 
 def random_poses(n: int, seed: int) -> list[tuple[float, ...]]:
@@ -49,12 +57,11 @@ def main(argv: list[str] | None = None) -> None:
         faces = rasterizer.AGENT_FACE_COLOR.copy()
         faces[:] = faces[:, :1]
         rasterizer.AGENT_FACE_COLOR = faces  # read by every Renderer built after this
-    modes = ("exact", "ramp")
-    errors: dict[str, list[float]] = {m: [] for m in modes}
-    poses_off = dict.fromkeys(modes, 0)
+    errors: dict[str, list[float]] = {m: [] for m in MODES}
+    poses_off = dict.fromkeys(MODES, 0)
     measured = 0
     for pose in random_poses(args.poses, args.seed):
-        maps = {m: edge_coverage_error_map(pose, coverage=m) for m in modes}
+        maps = {m: edge_coverage_error_map(pose, **options) for m, options in MODES.items()}
         if (~np.isnan(maps["exact"])).sum() < 5:
             continue  # too few edge pixels (a box mostly out of view)
         measured += 1
@@ -62,10 +69,10 @@ def main(argv: list[str] | None = None) -> None:
             e = error_map[~np.isnan(error_map)]
             errors[m] += e.tolist()
             poses_off[m] += int(e.max() > EXACT_WITHIN)
-        worst = {m: round(float(np.nanmax(maps[m])), 3) for m in modes}
+        worst = {m: round(float(np.nanmax(maps[m])), 3) for m in MODES}
         if worst["exact"] > EXACT_WITHIN:
             print(json.dumps({"name": "coverage_scan_worst", "pose": [round(v, 3) for v in pose], **worst}))
-    for m in modes:
+    for m in MODES:
         e = np.array(errors[m])
         row = {
             "name": "coverage_scan", "mode": m, "seed": args.seed, "uniform_faces": args.uniform_faces,
