@@ -5,13 +5,17 @@ for issue 5 before writing kernels (docs/renderer.md, Known limits). Run:
 
 For each pixel the model casts the pixel-centre ray of the level front camera, finds the
 camera-facing faces of the box and their in-plane distances to the face edges, and turns them
-into a coverage three ways:
+into a coverage four ways:
 
 - ``ramp``: main's in-plane ramp, 0.5 - sd / (t / focal), the same footprint in every direction;
 - ``aniso``: the ramp, with the footprint measured along each edge's screen gradient (how far
   the hit point moves across that edge per pixel), which foreshortening stretches;
 - ``trapezoid``: that gradient's length and direction, and the box filter of a straight edge
-  crossing a square pixel at that slope (a trapezoid's integral), i.e. exact to first order.
+  crossing a square pixel at that slope (a trapezoid's integral), i.e. exact to first order;
+- ``faces``: the same box filter for both edges of each of the face's axes, the strip between
+  them (so a face thinner than a pixel is right too), their product per face, faces summed.
+
+``--random N`` measures N random poses (`coverage_scan.random_poses`) instead of the test poses.
 
 Faces add up (clipped at 1), as in `box_fragment`. It prints, per pose, the largest and mean
 |coverage - exact polygon-pixel area| over the pixels test_coverage.py measures (inside the
@@ -28,7 +32,7 @@ from tests.render.test_coverage import FACE_ON, TURNED, H, W
 from tests.render.test_rasterizer import FRONT
 
 CAMERA = np.array([0.0, 0.0, 1.5])
-MODES = ("ramp", "aniso", "trapezoid")
+MODES = ("ramp", "aniso", "trapezoid", "faces")
 
 
 def edge_trapezoid(sd: float, gradient: np.ndarray) -> float:
@@ -76,16 +80,37 @@ def box_coverage(pose, u: float, v: float, focal: float, principal, mode: str) -
             cov = np.clip(0.5 - max(sd[b], sd[e]) * focal / t, 0.0, 1.0)
         elif mode == "aniso":
             cov = np.clip(0.5 - max(sd[k] / np.linalg.norm(gradient[k]) for k in (b, e)), 0.0, 1.0)
-        else:
+        elif mode == "trapezoid":
             cov = min(edge_trapezoid(sd[k], gradient[k]) for k in (b, e))
+        else:
+            # Both edges of each in-plane axis: the strip between them covers cov(+) + cov(-) - 1
+            # of the pixel (exact for a strip of parallel edges, a face thinner than a pixel
+            # included); the face's area is the product of its two strips' (exact away from
+            # corners), and the visible faces, which tile the silhouette, add up.
+            cov = 1.0
+            for k in (b, e):
+                cov *= max(
+                    edge_trapezoid(hit[k] - half[k], gradient[k]) + edge_trapezoid(-hit[k] - half[k], gradient[k]) - 1.0,
+                    0.0,
+                )
         total += cov
     return min(total, 1.0)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    from tests.render.coverage_scan import random_poses
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--random", type=int, default=0, help="measure this many random poses instead")
+    p.add_argument("--seed", type=int, default=2, help="their seed (default 2)")
+    args = p.parse_args(argv)
     rig = CameraRig(cameras=[FRONT], width=W, height=H)
     focal, principal = rig.focal, rig.principal
-    for pose in (FACE_ON, *TURNED):
+    poses = random_poses(args.random, args.seed) if args.random else [FACE_ON, *TURNED]
+    pooled: dict[str, list[float]] = {m: [] for m in MODES}
+    for pose in poses:
         hull = front_silhouette(focal, principal, pose)
         errors: dict[str, list[float]] = {m: [] for m in MODES}
         for py in range(H):
@@ -98,8 +123,17 @@ def main() -> None:
                     continue
                 for mode in MODES:
                     errors[mode].append(abs(box_coverage(pose, u, v, focal, principal, mode) - exact))
-        summary = ", ".join(f"{m} max {max(e):.3f} mean {np.mean(e):.4f}" for m, e in errors.items())
-        print(f"pose {pose}: {len(errors['ramp'])} edge pixels; {summary}")
+        if not errors["ramp"]:
+            continue
+        for m, e in errors.items():
+            pooled[m] += e
+        if not args.random:
+            summary = ", ".join(f"{m} max {max(e):.3f} mean {np.mean(e):.4f}" for m, e in errors.items())
+            print(f"pose {pose}: {len(errors['ramp'])} edge pixels; {summary}")
+    if args.random:
+        for m, e in pooled.items():
+            e = np.array(e)
+            print(f"{m}: {len(e)} edge pixels of {args.random} random poses; over 0.02: {(e > 0.02).mean():.4f}, max {e.max():.3f}")
 
 
 if __name__ == "__main__":
