@@ -185,6 +185,12 @@ def density_mean(record: dict, metric: str) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
+def mean_se(errors: list[float]) -> float:
+    """Standard error of the mean of independent estimates with standard errors ``errors``:
+    sqrt(sum se^2) / n."""
+    return math.sqrt(sum(e * e for e in errors)) / len(errors)
+
+
 def density_mean_se(record: dict, metric: str) -> float:
     """Standard error of `density_mean` (the densities' own errors combined as independent:
     sqrt(sum se^2) / D), NaN unless every density of the record has ``<metric>_se`` (records
@@ -192,7 +198,7 @@ def density_mean_se(record: dict, metric: str) -> float:
     errors = [summary.get(f"{metric}_se") for summary in record["results"].values()]
     if not errors or not all(isinstance(e, int | float) and math.isfinite(e) for e in errors):
         return math.nan
-    return math.sqrt(sum(e * e for e in errors)) / len(errors)
+    return mean_se(errors)
 
 
 def _paired_rows(first: dict, last: dict) -> dict | None:
@@ -222,7 +228,7 @@ def density_mean_change(first: dict, last: dict, metric: str) -> tuple[float, fl
         per_density = [paired_ratio_change(before, after, metric) for before, after in rows.values()]
         if all(math.isfinite(c) for c, _ in per_density):
             change = sum(c for c, _ in per_density) / len(per_density)
-            se = math.sqrt(sum(e * e for _, e in per_density)) / len(per_density)
+            se = mean_se([e for _, e in per_density])
             return change, se, True
     change = density_mean(last, metric) - density_mean(first, metric)
     return change, math.hypot(density_mean_se(first, metric), density_mean_se(last, metric)), False
