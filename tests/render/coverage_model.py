@@ -24,10 +24,13 @@ silhouette's edge, 2 px away from its corners and the horizon).
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 
 from pictura.render import CameraRig
 from tests.render.conftest import front_silhouette, polygon_pixel_area
+from tests.render.coverage_scan import random_poses
 from tests.render.test_coverage import FACE_ON, TURNED, H, W
 from tests.render.test_rasterizer import FRONT
 
@@ -98,9 +101,6 @@ def box_coverage(pose, u: float, v: float, focal: float, principal, mode: str) -
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
-
-    from tests.render.coverage_scan import random_poses
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--random", type=int, default=0, help="measure this many random poses instead")

@@ -3,11 +3,11 @@
 Issue 5 asks for each edge pixel's coverage within 0.02 of the area of the projected silhouette
 inside it. `Renderer(coverage="exact")` meets that on the hand-picked poses, but not on every
 random one (`python -m tests.render.coverage_scan`: 2.7 % of edge pixels over 200 poses, most
-beside a face under 2 px wide on screen); two of those misses are strict xfails. The default ramp meets it for a
-box seen head-on, not for a box turned so that a face is seen at an angle (docs/renderer.md,
-Known limits): those cases are strict xfails, so they turn into failures the day the ramp
-becomes exact, and a second test guards the ramp's present error so that it cannot grow
-unnoticed.
+beside a face under 2 px wide on screen); two of those misses are strict xfails. The default
+ramp meets it for a box seen head-on, not for a box turned so that a face is seen at an angle
+(docs/renderer.md, Known limits): those cases are strict xfails, so they turn into failures the
+day the ramp becomes exact, and a second test guards the ramp's present error so that it
+cannot grow unnoticed.
 """
 
 from __future__ import annotations
