@@ -86,12 +86,15 @@ def module_ptx(arch: int, directory: Path) -> list[tuple[str | None, str]]:
 
 
 def overload_labels() -> dict[str, str]:
-    """Mangled name -> "kernel[mode]" for the coverage-mode overloads (`kernels.ENTRY_SETUP`,
-    `kernels.RASTER_KERNELS`), which share a kernel name; call after `module_ptx`."""
+    """Mangled name -> "kernel[mode]" (or "kernel[mode/binning]") for the overloads of
+    `kernels.ENTRY_SETUP` and `kernels.RASTER_KERNELS`, which share a kernel name; call after
+    `module_ptx`."""
     import pictura.render.kernels as kernels
 
-    groups = {mode: (kernels.ENTRY_SETUP[mode], *group) for mode, group in kernels.RASTER_KERNELS.items()}
-    return {k.get_mangled_name(): f"{k.key}[{mode}]" for mode, group in groups.items() for k in group}
+    labels = {k.get_mangled_name(): f"{k.key}[{mode}]" for mode, group in kernels.RASTER_KERNELS.items() for k in group}
+    for (mode, binning), k in kernels.ENTRY_SETUP.items():
+        labels[k.get_mangled_name()] = f"{k.key}[{mode}/{binning}]"
+    return labels
 
 
 def run_ptxas(ptxas: str, ptx: str, arch: int, directory: Path) -> str:

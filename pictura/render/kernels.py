@@ -21,7 +21,7 @@ numbered ``v = (request - request_offset) * C + camera``.
    per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines),
    then (`bin_entry`, over its rectangle's tiles) sets one bit per (band, entry) for the
    ``TILE_PX``-square screen tiles the outline may touch (integer atomic OR: the same words
-   whatever the order).
+   whatever the order, so with `WarpBinning` a CUDA warp may share its large entries' tiles).
 4. `view_rays` (thread per view) writes the view's ray frame; `raster_views` (a warp per group
    of bands of one view, a thread per pixel of a band, walking the group's bands in turn;
    `raster_views_wide` the same for large views, `raster_views_ss` with ``s x s`` rays per
@@ -199,6 +199,23 @@ class ExactCoverage:
     test poses, though 2.7 % of edge pixels on random poses are more than 0.02 off, mostly
     beside faces under 2 px wide (issue 5); about 10 % slower than `RampCoverage` at 96x54 on an
     H200 (docs/renderer.md, rounds 27-32)."""
+
+    unused: int
+
+
+@wp.struct
+class SoloBinning:
+    """Each list entry bins its own tiles (`bin_entry`): the CPU's binning, and CUDA's for views
+    under `rasterizer.WARP_BINNING_VIEW_PIXELS`. `entry_setup` is generic in its ``binning``
+    argument, like ``mode`` (`ENTRY_SETUP`)."""
+
+    unused: int
+
+
+@wp.struct
+class WarpBinning:
+    """A CUDA warp shares the binning of its larger entries (`bin_entry`); for views of
+    `rasterizer.WARP_BINNING_VIEW_PIXELS` or more, where it paid (docs/renderer.md, round 33)."""
 
     unused: int
 
@@ -1269,7 +1286,9 @@ def entry_setup(
     far: float,
     bin: int,
     bin_mode: int,
+    shared_tiles: int,  # `bin_entry`
     mode: Any,  # RampCoverage or ExactCoverage: `ENTRY_SETUP`
+    binning: Any,  # SoloBinning or WarpBinning: `ENTRY_SETUP`
     view_base: int,
     # outputs: the entry's record (see `trace_ray`); with bin = 1 also its bits in the tile
     # masks (`bin_entry`; the masks zeroed by the caller)
@@ -1294,7 +1313,7 @@ def entry_setup(
     v = view_base + tid / cap
     k = tid - (tid / cap) * cap
     if k >= list_count[v]:
-        return
+        return  # an exited lane does not hold up `bin_entry`'s warp-wide calls (`WarpBinning`)
     o = view_origin[v]
     basis = view_basis[v]
     step = view_step[v]
@@ -1414,7 +1433,159 @@ def entry_setup(
             wp.clamp(int(wp.floor((wp.min(rect[2], width + 2.0 * m) + m) / float(_TILE))), 0, tiles_x - 1),
             wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0 * m) + m) / float(_TILE))), 0, tiles_y - 1),
         )
-    bin_entry(v, k, tiles, edges, tiles_x, tiles_y, focal, cx, cy, bin_mode, tile_mask_out)
+    bin_entry(v, k, tiles, edges, tiles_x, tiles_y, focal, cx, cy, bin_mode, shared_tiles, binning, tile_mask_out)
+
+
+@wp.func
+def bin_edges(outline: wp.mat44, bin_mode: int) -> wp.mat44:
+    """The edge lines `bin_tile` tests for ``bin_mode`` (`bin_entry`): the outline's (2), or none
+    (1: the rectangle only; 0: every tile)."""
+    if bin_mode == 2:
+        return outline
+    return no_edges(-_FULL)
+
+
+@wp.func
+def bin_range(q: wp.vec4i, tiles_x: int, tiles_y: int, bin_mode: int) -> wp.vec4i:
+    """The tile range `bin_entry` visits for ``bin_mode`` (`bin_entry`): the entry's ``q``, or
+    every tile (0)."""
+    if bin_mode == 0:
+        return wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
+    return q
+
+
+@wp.func
+def range_tiles(q: wp.vec4i) -> int:
+    """Tiles in the range ``q`` = (x0, y0, x1, y1), inclusive (0 for an empty one)."""
+    return wp.max(q[2] - q[0] + 1, 0) * wp.max(q[3] - q[1] + 1, 0)
+
+
+@wp.func
+def band_row_reach(ty: int, cy: float) -> wp.vec2:
+    """The largest |w - cy| over the top and the bottom band of tile row ``ty`` (`bin_margin`'s
+    dw for each)."""
+    w0 = float(ty * _TILE)
+    wm = w0 + float(_BAND)
+    w1 = w0 + float(_TILE)
+    return wp.vec2(wp.max(wp.abs(w0 - cy), wp.abs(wm - cy)), wp.max(wp.abs(wm - cy), wp.abs(w1 - cy)))
+
+
+@wp.func
+def bin_tile(
+    v: int,
+    k: int,
+    tx: int,
+    ty: int,
+    row_reach: wp.vec2,
+    edges: wp.mat44,
+    tiles_x: int,
+    focal: float,
+    cx: float,
+    tile_mask_out: wp.array3d(dtype=wp.uint32),
+):
+    """`bin_entry`'s test of one tile (tx, ty): set list entry k of view v's bit in each of the
+    tile's two bands that no edge line of ``edges`` has wholly outside (``row_reach`` =
+    `band_row_reach` (ty))."""
+    # A ground line's first row (`line_first_row`, the w of each of its edges; -_FULL for other
+    # kinds): a band whose lowest pixel centre lies above it sees the line's plane only beyond
+    # `far`.
+    first_row = edges[0][3] - _CENTRE_SLACK
+    w0 = float(ty * _TILE)
+    wm = w0 + float(_BAND)
+    w1 = w0 + float(_TILE)
+    u0 = float(tx * _TILE)
+    u1 = u0 + float(_TILE)
+    du = wp.max(wp.abs(u0 - cx), wp.abs(u1 - cx))
+    m0 = bin_margin(du, row_reach[0], focal)
+    m1 = bin_margin(du, row_reach[1], focal)
+    # the band's lowest pixel centre lies half a pixel above its bottom edge
+    in0 = wp.where(wm - 0.5 >= first_row, 1, 0)
+    in1 = wp.where(w1 - 0.5 >= first_row, 1, 0)
+    for e in range(_EDGES):
+        ed = edges[e]
+        reach_u = ed[0] * wp.where(ed[0] > 0.0, u1, u0) + ed[2]
+        if reach_u + ed[1] * wp.where(ed[1] > 0.0, wm, w0) < -m0:
+            in0 = 0
+        if reach_u + ed[1] * wp.where(ed[1] > 0.0, w1, wm) < -m1:
+            in1 = 0
+    t = ty * tiles_x + tx
+    bit = wp.uint32(1) << wp.uint32(k - (k / 32) * 32)
+    if in0 == 1:
+        wp.atomic_or(tile_mask_out, v, 2 * t, k / 32, bit)
+    if in1 == 1:
+        wp.atomic_or(tile_mask_out, v, 2 * t + 1, k / 32, bit)
+
+
+SHARED_BIN_TILES = env_int(
+    "PICTURA_SHARED_BIN_TILES", 8, lambda x: x >= 0, "a non-negative integer (tiles an entry bins alone)"
+)
+"""With `WarpBinning`, an entry whose tile range holds more tiles than this has them binned by its
+whole warp (`bin_entry`; `entry_setup`'s ``shared_tiles``, the renderer's default).
+``PICTURA_SHARED_BIN_TILES`` overrides it, for tuning: on an H200 at 192x108, 8 tiles gave
+`entry_setup` 1.50 ms and 4 tiles 1.63 ms (docs/renderer.md, round 33)."""
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+return 0xffffffffu;
+#else
+return 0u;
+#endif
+""")
+def warp_lanes() -> wp.uint32:
+    """The mask of a whole CUDA warp for the `warp_ballot` / `warp_read_*` calls (0 on the CPU,
+    which has no warps). A lane that has returned does not hold those calls up (CUDA's *_sync
+    rules); `__activemask()` would not do: it names only the lanes converged at that moment,
+    which can differ from lane to lane, and a first GPU run with it lost ~2 % of the pixels."""
+    ...
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+return __ballot_sync(lanes, pred != 0);
+#else
+return 0u;
+#endif
+""")
+def warp_ballot(lanes: wp.uint32, pred: int) -> wp.uint32:
+    """Bit l set when lane l of ``lanes`` (`warp_lanes`) has ``pred`` != 0; 0 on the CPU."""
+    ...
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+return __shfl_sync(lanes, x, src);
+#else
+return x;
+#endif
+""")
+def warp_read_int(lanes: wp.uint32, x: int, src: int) -> int:
+    """Lane ``src``'s ``x`` (`warp_ballot`'s ``lanes``)."""
+    ...
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+return __shfl_sync(lanes, x, src);
+#else
+return x;
+#endif
+""")
+def warp_read_float(lanes: wp.uint32, x: float, src: int) -> float:
+    """Lane ``src``'s ``x`` (`warp_ballot`'s ``lanes``)."""
+    ...
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+return threadIdx.x & 31;
+#else
+return 0;
+#endif
+""")
+def warp_lane() -> int:
+    """The calling thread's lane in its CUDA warp (0 on the CPU)."""
+    ...
 
 
 @wp.func
@@ -1429,6 +1600,8 @@ def bin_entry(
     cx: float,
     cy: float,
     bin_mode: int,
+    shared_tiles: int,
+    binning: SoloBinning,
     tile_mask_out: wp.array3d(dtype=wp.uint32),
 ):
     """Set list entry k of view v's bit in every band it may touch: `entry_setup`'s last step,
@@ -1449,48 +1622,112 @@ def bin_entry(
     bands whose pixel centres all lie above its first row (`line_first_row`: they meet its
     plane only beyond ``far``). Each entry visits only the tiles of its range. Bits are set
     with an integer atomic OR, whose result does not depend on the order of the writes: the
-    masks are the same words on every run. Entries keep their depth order inside every band
-    (bit k is list slot k).
+    masks are the same words on every run, whoever sets them (`WarpBinning`'s overload).
+    Entries keep their depth order inside every band (bit k is list slot k).
+
+    `SoloBinning`: the entry's own thread visits all its tiles (``shared_tiles`` unused).
     """
-    if bin_mode == 0:
-        q = wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
-    # mode 1 tests none of the outline's edge lines
-    edges = no_edges(-_FULL)
-    if bin_mode == 2:
-        edges = outline
-    # A ground line's first row (`line_first_row`, the w of each of its edges; -_FULL for other
-    # kinds): a band whose lowest pixel centre lies above it sees the line's plane only beyond
-    # `far`.
-    first_row = edges[0][3] - _CENTRE_SLACK
-    bit = wp.uint32(1) << wp.uint32(k - (k / 32) * 32)
-    wd = k / 32
+    q = bin_range(q, tiles_x, tiles_y, bin_mode)
+    bin_range_alone(v, k, q, bin_edges(outline, bin_mode), tiles_x, focal, cx, cy, tile_mask_out)
+
+
+@wp.func
+def bin_range_alone(
+    v: int,
+    k: int,
+    q: wp.vec4i,
+    edges: wp.mat44,
+    tiles_x: int,
+    focal: float,
+    cx: float,
+    cy: float,
+    tile_mask_out: wp.array3d(dtype=wp.uint32),
+):
+    """`bin_tile` on every tile of the range ``q``, by the calling thread alone. Nested loops: the
+    flat loop of `bin_range_share` made `entry_setup` 16 % slower at 96x54 (docs/renderer.md,
+    round 33)."""
     for ty in range(q[1], q[3] + 1):
-        w0 = float(ty * _TILE)
-        wm = w0 + float(_BAND)
-        w1 = w0 + float(_TILE)
-        dw0 = wp.max(wp.abs(w0 - cy), wp.abs(wm - cy))
-        dw1 = wp.max(wp.abs(wm - cy), wp.abs(w1 - cy))
+        row_reach = band_row_reach(ty, cy)
         for tx in range(q[0], q[2] + 1):
-            u0 = float(tx * _TILE)
-            u1 = u0 + float(_TILE)
-            du = wp.max(wp.abs(u0 - cx), wp.abs(u1 - cx))
-            m0 = bin_margin(du, dw0, focal)
-            m1 = bin_margin(du, dw1, focal)
-            # the band's lowest pixel centre lies half a pixel above its bottom edge
-            in0 = wp.where(wm - 0.5 >= first_row, 1, 0)
-            in1 = wp.where(w1 - 0.5 >= first_row, 1, 0)
-            for e in range(_EDGES):
-                ed = edges[e]
-                reach_u = ed[0] * wp.where(ed[0] > 0.0, u1, u0) + ed[2]
-                if reach_u + ed[1] * wp.where(ed[1] > 0.0, wm, w0) < -m0:
-                    in0 = 0
-                if reach_u + ed[1] * wp.where(ed[1] > 0.0, w1, wm) < -m1:
-                    in1 = 0
-            t = ty * tiles_x + tx
-            if in0 == 1:
-                wp.atomic_or(tile_mask_out, v, 2 * t, wd, bit)
-            if in1 == 1:
-                wp.atomic_or(tile_mask_out, v, 2 * t + 1, wd, bit)
+            bin_tile(v, k, tx, ty, row_reach, edges, tiles_x, focal, cx, tile_mask_out)
+
+
+@wp.func
+def bin_range_share(
+    v: int,
+    k: int,
+    q: wp.vec4i,
+    edges: wp.mat44,
+    first: int,
+    stride: int,
+    tiles_x: int,
+    focal: float,
+    cx: float,
+    cy: float,
+    tile_mask_out: wp.array3d(dtype=wp.uint32),
+):
+    """`bin_tile` on tiles ``first``, ``first + stride``, ... of the range ``q`` (row major): one
+    lane's share of an entry's tiles (`WarpBinning`)."""
+    w = q[2] - q[0] + 1
+    for idx in range(first, range_tiles(q), stride):
+        row = idx / w
+        ty = q[1] + row
+        bin_tile(v, k, q[0] + idx - row * w, ty, band_row_reach(ty, cy), edges, tiles_x, focal, cx, tile_mask_out)
+
+
+@wp.func
+def bin_entry(  # noqa: F811
+    v: int,
+    k: int,
+    q: wp.vec4i,
+    outline: wp.mat44,
+    tiles_x: int,
+    tiles_y: int,
+    focal: float,
+    cx: float,
+    cy: float,
+    bin_mode: int,
+    shared_tiles: int,
+    binning: WarpBinning,
+    tile_mask_out: wp.array3d(dtype=wp.uint32),
+):
+    """`bin_entry` shared within a CUDA warp (the same bits as `SoloBinning`'s): an entry of at
+    most ``shared_tiles`` tiles bins itself, and the warp's larger entries are binned one after
+    another by all its running lanes, a tile each in turn. A warp's 32 entries (of one view) bin
+    to 2.1-6.9 bands on average by kind but up to 130, so a thread per entry left the warp
+    waiting on its largest entry: 4.5x its mean (docs/renderer.md, round 33). Every running lane
+    of the warp must reach this call (a lane that has returned does not count). On the CPU,
+    which has no warps, each entry bins alone.
+    """
+    lanes = warp_lanes()
+    q = bin_range(q, tiles_x, tiles_y, bin_mode)
+    edges = bin_edges(outline, bin_mode)
+    shared = wp.where(lanes != wp.uint32(0) and range_tiles(q) > shared_tiles, 1, 0)
+    if shared == 0:
+        bin_range_alone(v, k, q, edges, tiles_x, focal, cx, cy, tile_mask_out)
+    pending = warp_ballot(lanes, shared)
+    # The lanes still running (a lane past its view's list count has returned) share the tiles:
+    # this one takes every count-th tile from its rank among them. Dealing them out by hardware
+    # lane lost the returned lanes' shares (2 % of the pixels on the first GPU run).
+    running = append_offsets_ballot(1, warp_lane())  # (this lane's rank, running lanes)
+    rank = running[0]
+    count = running[1]
+    while pending != wp.uint32(0):
+        low = pending & (~pending + wp.uint32(1))
+        pending = pending ^ low
+        src = wp.bit_count(low - wp.uint32(1))
+        sq = wp.vec4i(
+            warp_read_int(lanes, q[0], src), warp_read_int(lanes, q[1], src), warp_read_int(lanes, q[2], src),
+            warp_read_int(lanes, q[3], src),
+        )  # fmt: skip
+        se = wp.mat44()
+        for r in range(4):
+            for c in range(4):
+                se[r, c] = warp_read_float(lanes, edges[r, c], src)
+        bin_range_share(
+            warp_read_int(lanes, v, src), warp_read_int(lanes, k, src), sq, se, rank, count, tiles_x, focal, cx, cy,
+            tile_mask_out,
+        )  # fmt: skip
 
 
 # ---- per-pixel fragments from the records (o = camera centre, d = unit ray) ----------------
@@ -2467,8 +2704,14 @@ def raster_views_ss(
 
 COVERAGE_MODES = {"ramp": RampCoverage, "exact": ExactCoverage}
 """`Renderer(coverage=...)`: how box edges are antialiased (the two structs' docstrings)."""
-ENTRY_SETUP = {name: wp.overload(entry_setup, {"mode": mode}) for name, mode in COVERAGE_MODES.items()}
-"""Per coverage mode: its `entry_setup` overload."""
+BINNINGS = {"solo": SoloBinning, "warp": WarpBinning}
+"""How `entry_setup` bins its entries (the two structs' docstrings)."""
+ENTRY_SETUP = {
+    (name, binning): wp.overload(entry_setup, {"mode": mode, "binning": binning_type})
+    for name, mode in COVERAGE_MODES.items()
+    for binning, binning_type in BINNINGS.items()
+}
+"""Per (coverage mode, binning): its `entry_setup` overload."""
 RASTER_KERNELS = {
     name: tuple(wp.overload(k, {"mode": mode}) for k in (raster_views, raster_views_wide, raster_views_ss))
     for name, mode in COVERAGE_MODES.items()

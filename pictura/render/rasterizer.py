@@ -62,6 +62,14 @@ RASTER_WIDE_BANDS_PER_THREAD = _bands_per_thread("PICTURA_RASTER_WIDE_BANDS_PER_
 (``PICTURA_RASTER_WIDE_BANDS_PER_THREAD``): 32 against 16 gave +1 % at 192x108 (round 13)."""
 
 
+WARP_BINNING_VIEW_PIXELS = 10_000
+"""On CUDA, `entry_setup` bins the entries of views of at least this many pixels with
+`kernels.WarpBinning` (a warp shares its large entries' tiles), smaller ones with
+`kernels.SoloBinning`. Measured on an H200, pinned scene (docs/renderer.md, round 33):
+`entry_setup` 1.82 -> 1.45 ms at 192x108 and 4.57 -> 2.28 ms at 384x216, but 1.10 -> 1.13 ms at
+96x54, where a warp's entries are small."""
+
+
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
     return tuple(int(x) for x in a.shape)
 
@@ -145,6 +153,10 @@ class Renderer:
         self._warp_lanes = self.device.is_cuda and kernels.GATHER_LANES == 32
         # Tile binning: 2 = screen rectangle and outline edges, 1 = rectangle, 0 = every tile.
         self._bin_mode = 2
+        # `kernels.WarpBinning`: None = by view size (`_binning`); entries of more tiles than
+        # `_shared_bin_tiles` are binned by their whole CUDA warp (`kernels.bin_entry`).
+        self._warp_binning: bool | None = None
+        self._shared_bin_tiles = kernels.SHARED_BIN_TILES
         self._no_mask = wp.zeros((1, 1, 1), dtype=wp.uint32, device=self.device)  # `entry_setup` unbinned
         # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
         self._max_launch = 2**31 - 1
@@ -229,6 +241,15 @@ class Renderer:
     def _wide_views(self) -> bool:
         """Whether the rig's views go to `kernels.raster_views_wide` (`WIDE_VIEW_PIXELS`)."""
         return self.rig.width * self.rig.height >= WIDE_VIEW_PIXELS[self.coverage]
+
+    def _binning(self) -> str:
+        """`kernels.BINNINGS` key of `entry_setup`'s binning: as `_warp_binning` forces it (the
+        tests), else "warp" on CUDA for views of `WARP_BINNING_VIEW_PIXELS` or more and "solo"
+        otherwise (on the CPU `WarpBinning` bins each entry alone, like `SoloBinning`)."""
+        warp = self._warp_binning
+        if warp is None:
+            warp = self.device.is_cuda and self.rig.width * self.rig.height >= WARP_BINNING_VIEW_PIXELS
+        return "warp" if warp else "solo"
 
     def _raster_launch(self) -> tuple[int, int, int, int, float]:
         """The raster's launch at the rig's current resolution (`kernels.raster_launch`: threads
@@ -550,7 +571,7 @@ class Renderer:
             mask = self._no_mask
         for base, count in self._launch_ranges(views, k):
             wp.launch(
-                kernels.ENTRY_SETUP[self.coverage],
+                kernels.ENTRY_SETUP[self.coverage, self._binning()],
                 dim=count * k,
                 inputs=[
                     self._view_origin, self._view_basis, self._view_step, self._view_world,
@@ -559,7 +580,8 @@ class Renderer:
                     self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
                     self._line_color, self._light_color,
                     focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, self._bin_mode,
-                    kernels.COVERAGE_MODES[self.coverage](), base,
+                    self._shared_bin_tiles, kernels.COVERAGE_MODES[self.coverage](),
+                    kernels.BINNINGS[self._binning()](), base,
                 ],
                 outputs=[self._rec, mask],
                 device=self.device,

@@ -38,3 +38,28 @@ def test_cuda_gather_paths_build_the_same_buffer_and_images(cand_capacity):
     assert all(np.array_equal(a, b) for a, b in zip(cand, ref_cand, strict=True))
     assert np.array_equal(lists, ref_list)
     assert np.array_equal(images, ref_images)
+
+
+@pytest.mark.parametrize("bin_mode", [2, 0])
+def test_cuda_warp_binning_sets_the_same_bits_as_solo_binning(bin_mode):
+    # `kernels.WarpBinning` on CUDA: entries of more than `_shared_bin_tiles` tiles are binned by
+    # their whole warp. `SoloBinning` (every entry binned by its own thread) is the reference:
+    # the tile masks must be the same words, whoever sets each bit (at 0 tiles every entry
+    # shares; mode 0, every tile, makes each entry large).
+    road_map = load_road_map("procedural:seed=0")
+    layout = WorldLayout.uniform([0, 0], 24, [len(road_map.light_position)])
+    boxes = np.concatenate([spawn_snapshot(road_map, 24, 24, seed=w) for w in range(2)])[None]
+    lights = np.zeros((1, layout.light_count), np.int32)
+    requests = np.stack([np.zeros(48, np.int32), np.arange(48, dtype=np.int32)], 1)
+    masks = {}
+    for binning in ("solo", 8, 0):
+        r = Renderer([road_map], layout, CameraRig(width=96, height=54), device="cuda", list_capacity=40)
+        r._bin_mode = bin_mode
+        r._warp_binning = binning != "solo"
+        r._shared_bin_tiles = 0 if binning == "solo" else binning
+        assert r._binning() == ("solo" if binning == "solo" else "warp")
+        r.render_numpy(boxes, lights, requests)
+        masks[binning] = r._mask.numpy()[: len(requests) * r.num_cameras]
+    assert masks["solo"].any()
+    assert np.array_equal(masks[8], masks["solo"])
+    assert np.array_equal(masks[0], masks["solo"])

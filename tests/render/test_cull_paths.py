@@ -216,6 +216,24 @@ def test_tight_tile_bins_drop_nothing_that_is_drawn(town, width, height, kw):
     assert counts[1] < counts[0]
 
 
+@pytest.mark.parametrize("coverage", ["ramp", "exact"])
+def test_warp_binning_on_the_cpu_bins_each_entry_alone(town, coverage):
+    # `kernels.WarpBinning` is compiled for the CPU too, where there are no warps: every entry
+    # must bin itself, the same mask words as `SoloBinning` (tests/gpu checks the CUDA sharing).
+    _, _, boxes, lights, requests = town
+    masks = {}
+    for warp in (False, True):
+        r = make(town, width=96, height=54, coverage=coverage)
+        r._warp_binning = warp
+        r._shared_bin_tiles = 0  # every entry would share, if there were a warp
+        assert r._binning() == ("warp" if warp else "solo")
+        r.render_numpy(boxes, lights, requests)
+        masks[warp] = r._mask.numpy()[: len(requests) * r.num_cameras]
+    assert masks[False].any()
+    assert np.array_equal(masks[True], masks[False])
+    assert make(town, width=192, height=108)._binning() == "solo"  # auto: "warp" only on CUDA
+
+
 def test_tight_bins_hold_off_axis_in_a_wide_rig(town):
     # A 135-degree lens with its principal point off centre: a pixel near the border spans a
     # third of the angle of one at the principal point, so the band margins (`bin_margin`) grow
