@@ -188,3 +188,29 @@ def test_coverage_scan_poses_lie_in_front_and_a_bad_count_is_named(capsys):
     with pytest.raises(SystemExit):
         main(["--poses", "0"])
     assert "--poses must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_coverage_model_edge_filter_is_the_exact_half_plane_area():
+    # `coverage_model.edge_trapezoid` (the design tool's box filter of one straight edge) against
+    # polygon clipping: the half-plane sd + g . (p - centre) <= 0, cut from a large square, then
+    # clipped to the pixel [0, 1]^2 (`polygon_pixel_area`).
+    from tests.render.coverage_model import edge_trapezoid
+
+    rng = np.random.default_rng(5)
+    centre = np.array([0.5, 0.5])
+    square = [np.array(p, float) for p in ((-9.0, -9.0), (10.0, -9.0), (10.0, 10.0), (-9.0, 10.0))]
+    for _ in range(300):
+        g = rng.normal(size=2) * rng.choice([0.01, 1.0, 30.0])
+        if rng.random() < 0.2:
+            g[rng.integers(2)] = 0.0  # an edge along a pixel axis
+        sd = rng.uniform(-1.0, 1.0) * float(np.abs(g).sum())
+        inside = []  # Sutherland-Hodgman against the one half-plane
+        for i, p in enumerate(square):
+            q = square[(i + 1) % 4]
+            fp, fq = sd + g @ (p - centre), sd + g @ (q - centre)
+            if fp <= 0:
+                inside.append(p)
+            if (fp <= 0) != (fq <= 0):
+                inside.append(p + fp / (fp - fq) * (q - p))
+        exact = polygon_pixel_area(np.array(inside), 0, 0) if len(inside) >= 3 else 0.0
+        assert edge_trapezoid(sd, g) == pytest.approx(exact, abs=1e-9), (sd, g)
