@@ -1447,8 +1447,7 @@ def bin_edges(outline: wp.mat44, bin_mode: int) -> wp.mat44:
 
 @wp.func
 def bin_range(q: wp.vec4i, tiles_x: int, tiles_y: int, bin_mode: int) -> wp.vec4i:
-    """The tile range `bin_entry` visits for ``bin_mode`` (`bin_entry`): the entry's ``q``, or
-    every tile (0)."""
+    """The tile range `bin_entry` visits for ``bin_mode``: the entry's ``q``, or every tile (0)."""
     if bin_mode == 0:
         return wp.vec4i(0, 0, tiles_x - 1, tiles_y - 1)
     return q
