@@ -214,3 +214,11 @@ def test_coverage_model_edge_filter_is_the_exact_half_plane_area():
                 inside.append(p + fp / (fp - fq) * (q - p))
         exact = polygon_pixel_area(np.array(inside), 0, 0) if len(inside) >= 3 else 0.0
         assert edge_trapezoid(sd, g) == pytest.approx(exact, abs=1e-9), (sd, g)
+
+
+def test_coverage_scan_plot_writes_a_png(tmp_path):
+    from tests.render.coverage_scan import plot_errors
+
+    path = tmp_path / "scan" / "errors.png"
+    plot_errors({"exact": np.array([0.001, 0.3]), "ramp": np.array([0.05]), "empty": np.array([])}, "t", path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
