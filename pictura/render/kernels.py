@@ -1535,7 +1535,8 @@ def warp_lanes() -> wp.uint32:
     """The mask of a whole CUDA warp for the `warp_ballot` / `warp_read_*` calls (0 on the CPU,
     which has no warps). A lane that has returned does not hold those calls up (CUDA's *_sync
     rules); `__activemask()` would not do: it names only the lanes converged at that moment,
-    which can differ from lane to lane, and a first GPU run with it lost ~2 % of the pixels."""
+    which can differ from lane to lane. (The first GPU builds, with either mask, lost ~2 % of
+    the pixels for another reason: `bin_entry` dealt tiles by hardware lane; round 33.)"""
     ...
 
 
