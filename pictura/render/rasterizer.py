@@ -569,9 +569,10 @@ class Renderer:
             mask.zero_()  # `entry_setup` ORs each entry's bits in (`kernels.bin_entry`)
         else:
             mask = self._no_mask
+        binning = self._binning()
         for base, count in self._launch_ranges(views, k):
             wp.launch(
-                kernels.ENTRY_SETUP[self.coverage, self._binning()],
+                kernels.ENTRY_SETUP[self.coverage, binning],
                 dim=count * k,
                 inputs=[
                     self._view_origin, self._view_basis, self._view_step, self._view_world,
@@ -581,7 +582,7 @@ class Renderer:
                     self._line_color, self._light_color,
                     focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, self._bin_mode,
                     self._shared_bin_tiles, kernels.COVERAGE_MODES[self.coverage](),
-                    kernels.BINNINGS[self._binning()](), base,
+                    kernels.BINNINGS[binning](), base,
                 ],
                 outputs=[self._rec, mask],
                 device=self.device,
