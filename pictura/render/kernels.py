@@ -13,10 +13,9 @@ numbered ``v = (request - request_offset) * C + camera``.
    path and the occlusion query's) appends. A view with more candidates than the buffer
    holds gets the ranked buffer (step 2) continued by `gather_views` mode 1: a bounded, stable
    insertion sort of the candidates past the buffer (the farthest drop).
-2. `rank_candidates` (``RANK_THREADS`` threads per view, each ranking every RANK_THREADS-th
-   candidate): scatters each candidate to its rank by (bound, gather order) and keeps the ``K``
-   nearest: the same list the insertion sort builds, but with no O(K) shifting in global
-   memory and with hundreds of threads per view instead of one.
+2. `rank_lists` (a warp per view): scatters each candidate to its rank by (bound, gather order)
+   and keeps the ``K`` nearest: the same list the insertion sort builds, from a bucket sort by
+   distance in shared memory instead of O(K) shifting in global memory.
 3. `entry_setup` (thread per list entry) writes the entry's camera-relative record (all the
    per-pixel test needs) and its clipped, projected outline (screen rectangle and edge lines),
    then (`bin_entry`, over its rectangle's tiles) sets one bit per (band, entry) for the
@@ -630,7 +629,7 @@ def gather_views(
     cell_size: float,
     # options: solo_slot >= 0 gathers that agent only (occlusion query); mode 0 appends every
     # candidate unsorted (pass 1), mode 1 redoes only the views whose candidates overflowed
-    # ``cand_cap``: `rank_candidates` ranked the buffer into the list, a bounded sorted insert
+    # ``cand_cap``: `rank_lists` ranked the buffer into the list, a bounded sorted insert
     # adds the candidates past it (pass 2)
     solo_slot: int,
     capacity: int,
@@ -901,15 +900,6 @@ gather_lanes_warp = _gather_lanes_kernel(append_offsets_ballot, "gather_lanes_wa
 append by a warp ballot instead of a block scan (ptxas: 70 registers instead of 90)."""
 
 
-RANK_THREADS = env_int("PICTURA_RANK_THREADS", 256, lambda x: x >= 1, "a positive integer (threads per view)")
-"""Threads per view of `rank_candidates`: thread t ranks candidates t, t + RANK_THREADS, ..., so
-the launch does not grow with the candidate buffer (most views hold a few hundred).
-``PICTURA_RANK_THREADS`` overrides it, for tuning. With vector loads (round 16) 256 took 0.87
-instead of 0.94 ms per 20,400-ego call at 96x54 on an H200 (128: 0.87), 0.40 instead of 0.43
-on the training batch."""
-_RANK_THREADS = wp.constant(RANK_THREADS)
-
-
 @wp.func
 def below4(b: wp.vec4i, key: int) -> int:
     """How many of the 4 values of ``b`` lie below ``key``."""
@@ -937,52 +927,143 @@ def count_below(
     return r
 
 
+RANK_BUCKETS = 64
+"""Distance buckets per view of `rank_lists`: bucket b holds the bounds in [b, b + 1) x far /
+RANK_BUCKETS (the last also those beyond ``far``)."""
+_RANK_BUCKETS = wp.constant(RANK_BUCKETS)
+RANK_SHARED_KEYS = 512
+"""`rank_lists` sorts a view with at most this many candidates in shared memory (the pinned scene:
+171 on average, p95 429); a view with more counts each candidate's rank over the whole buffer
+in global memory (`count_below`)."""
+_RANK_SHARED_KEYS = wp.constant(RANK_SHARED_KEYS)
+_RANK_BUCKET_SLOTS = wp.constant(RANK_BUCKETS + 1)  # and a spare (`rank_lists`)
+_RANK_KEY_SLOTS = wp.constant(RANK_SHARED_KEYS + 1)
+RANK_LANES = 32
+"""Threads per view of `rank_lists`: one CUDA warp, whose lanes group by `warp_match` and
+prefix-sum by `warp_scan`."""
+
+
+@wp.func
+def rank_bucket(bound: float, scale: float) -> int:
+    """The bucket of a candidate bound (>= 0): ``scale`` = RANK_BUCKETS / far. Non-decreasing in
+    the bound, so every candidate of a lower bucket has a lower bound, and equal bounds share
+    one bucket."""
+    return wp.min(int(bound * scale), _RANK_BUCKETS - 1)
+
+
 @wp.kernel
-def rank_candidates(
+def rank_lists(
     cand_ref: wp.array2d(dtype=wp.int32),
-    # the launch's candidate bounds, flattened (``cand_cap`` per view, a multiple of 4) and read
-    # as int32 (a bound is a float >= +0, whose bits order as integers do), and as blocks of 4
-    cand_bits: wp.array(dtype=wp.int32),
+    cand_bound: wp.array2d(dtype=wp.float32),
+    # the launch's bounds again, flattened (``cand_cap`` per view, a multiple of 4) and read as
+    # int32 in blocks of 4, for a view past RANK_SHARED_KEYS candidates (`count_below`)
     cand_bits4: wp.array(dtype=wp.vec4i),
     cand_count: wp.array(dtype=wp.int32),
+    scale: float,
     capacity: int,
     view_base: int,
     list_ref_out: wp.array2d(dtype=wp.int32),
     list_bound_out: wp.array2d(dtype=wp.float32),
 ):
-    """Thread per (view, RANK_THREADS part): scatter each candidate j to its rank by (bound, j).
+    """A block of RANK_LANES (one warp) per view (`wp.launch_tiled`): each candidate j goes to its
+    rank by (bound, j), the ``capacity`` first kept.
 
     The order is exactly the stable bounded insertion sort's (ties keep gather order), so the
-    list is the same as `list_insert` builds. A view that overflowed the buffer ranks the
-    buffer (its first ``cand_cap`` candidates in gather order: the sort's state at that point);
-    `gather_views` mode 1 inserts the rest. The tie-break costs no compare: a candidate before
-    j counts when its bound is <= j's (its bits below j's + 1), one after it when it is < j's;
-    whole blocks of 4 on either side of j's block are branch-free integer counts
-    (`count_below`).
+    list is the same as `list_insert` builds. A view that overflowed the buffer ranks the buffer
+    (its first ``cand_cap`` candidates in gather order: the sort's state at that point);
+    `gather_views` mode 1 inserts the rest.
+
+    A view of at most RANK_SHARED_KEYS candidates is bucket-sorted in shared memory, in rounds
+    of a candidate per lane: count the candidates of each distance bucket (`rank_bucket`; the
+    lanes of a round that share a bucket are one `warp_match` group), prefix-sum the counts,
+    then write each bound into its bucket's run, in gather order within the run. A candidate's
+    rank is its bucket's start plus the bounds of its own run that come before it: about 500
+    compares per view on the pinned scene instead of the 31,000 of counting over the whole
+    buffer, and no global memory between the steps (docs/renderer.md, round 35). A run
+    starting at or past ``capacity`` holds only candidates ranked out: skipped. A larger view
+    counts each candidate's rank over the whole buffer in global memory: the candidates before
+    it with a bound <= its own, those after it with a smaller one (`count_below`, blocks of 4).
     """
-    tid = wp.tid()
+    view, lane = wp.tid()
+    threads = wp.block_dim()  # RANK_LANES; 1 on the CPU, which runs a block as one thread
+    lanes = warp_lanes()
+    below = (wp.uint32(1) << wp.uint32(warp_lane())) - wp.uint32(1)  # the lanes before this one
     cand_cap = cand_ref.shape[1]
-    view = tid / _RANK_THREADS
     v = view_base + view
-    row = view * cand_cap
     n = wp.min(cand_count[v], cand_cap)
-    full = n / 4  # whole blocks of 4 candidates
-    for j in range(tid - view * _RANK_THREADS, n, _RANK_THREADS):
-        key = cand_bits[row + j]
-        jq = j / 4
-        rank = count_below(cand_bits4, row / 4, row / 4 + jq, key + 1, 0, capacity)
-        rank = count_below(cand_bits4, row / 4 + jq + 1, row / 4 + full, key, rank, capacity)
-        # j's own block, and the last partial block when j lies before it
-        for e in range(4):
-            i = 4 * jq + e
-            if i < n and i != j:
-                rank += wp.where(cand_bits[row + i] < key + wp.where(i < j, 1, 0), 1, 0)
-        if jq < full:
-            for i in range(4 * full, n):
-                rank += wp.where(cand_bits[row + i] < key, 1, 0)
-        if rank < capacity:
-            list_ref_out[v, rank] = cand_ref[v, j]
-            list_bound_out[v, rank] = wp.cast(key, wp.float32)
+    # Shared tiles. Writing an element ends in a block barrier, which every lane must reach, so
+    # the lanes with nothing to write write to the spare last element instead.
+    count = wp.tile_zeros(shape=_RANK_BUCKET_SLOTS, dtype=wp.int32, storage="shared")
+    start = wp.tile_zeros(shape=_RANK_BUCKET_SLOTS, dtype=wp.int32, storage="shared")
+    fill = wp.tile_zeros(shape=_RANK_BUCKET_SLOTS, dtype=wp.int32, storage="shared")
+    keys = wp.tile_zeros(shape=_RANK_KEY_SLOTS, dtype=wp.int32, storage="shared")
+    order = wp.tile_zeros(shape=_RANK_KEY_SLOTS, dtype=wp.int32, storage="shared")
+    if n <= _RANK_SHARED_KEYS:  # the same for the whole block
+        rounds = (n + threads - 1) / threads
+        for r in range(rounds):
+            j = r * threads + lane
+            b = int(-1)
+            if j < n:
+                b = rank_bucket(cand_bound[v, j], scale)
+            same = warp_match(lanes, b)
+            # the first lane of each group adds the group's size
+            at = wp.where(b >= 0 and (same & below) == wp.uint32(0), b, _RANK_BUCKETS)
+            count[at] = count[at] + wp.bit_count(same)
+        carry = int(0)
+        for b0 in range(0, _RANK_BUCKETS, threads):
+            c = count[b0 + lane]
+            upto = warp_scan(lanes, c)
+            start[b0 + lane] = carry + upto - c
+            carry += warp_read_int(lanes, upto, threads - 1)
+        for r in range(rounds):
+            j = r * threads + lane
+            b = int(-1)
+            bound = float(0.0)
+            if j < n:
+                bound = cand_bound[v, j]
+                b = rank_bucket(bound, scale)
+            same = warp_match(lanes, b)
+            p = _RANK_SHARED_KEYS
+            if b >= 0:
+                p = start[b] + fill[b] + wp.bit_count(same & below)
+            keys[p] = wp.cast(bound, wp.int32)
+            order[p] = j
+            at = wp.where(b >= 0 and (same & below) == wp.uint32(0), b, _RANK_BUCKETS)
+            fill[at] = fill[at] + wp.bit_count(same)
+        # Runs are in bucket order: once a position's run starts at capacity, so do the later ones.
+        p = lane
+        while p < n:
+            key = keys[p]
+            b = rank_bucket(wp.cast(key, wp.float32), scale)
+            rank = start[b]
+            if rank >= capacity:
+                break
+            for q in range(rank, rank + count[b]):
+                if q != p:
+                    rank += wp.where(keys[q] < key + wp.where(q < p, 1, 0), 1, 0)
+            if rank < capacity:
+                list_ref_out[v, rank] = cand_ref[v, order[p]]
+                list_bound_out[v, rank] = wp.cast(key, wp.float32)
+            p += threads
+    else:
+        row = view * cand_cap
+        full = n / 4  # whole blocks of 4 candidates
+        for j in range(lane, n, threads):
+            key = wp.cast(cand_bound[v, j], wp.int32)
+            jq = j / 4
+            rank = count_below(cand_bits4, row / 4, row / 4 + jq, key + 1, 0, capacity)
+            rank = count_below(cand_bits4, row / 4 + jq + 1, row / 4 + full, key, rank, capacity)
+            # j's own block, and the last partial block when j lies before it
+            for e in range(4):
+                i = 4 * jq + e
+                if i < n and i != j:
+                    rank += wp.where(wp.cast(cand_bound[v, i], wp.int32) < key + wp.where(i < j, 1, 0), 1, 0)
+            if jq < full:
+                for i in range(4 * full, n):
+                    rank += wp.where(wp.cast(cand_bound[v, i], wp.int32) < key, 1, 0)
+            if rank < capacity:
+                list_ref_out[v, rank] = cand_ref[v, j]
+                list_bound_out[v, rank] = cand_bound[v, j]
 
 
 # ---- per-entry setup: camera-relative records and tight screen bins -----------------------
@@ -1585,6 +1666,34 @@ return 0;
 """)
 def warp_lane() -> int:
     """The calling thread's lane in its CUDA warp (0 on the CPU)."""
+    ...
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+return __match_any_sync(lanes, x);
+#else
+return 1u;
+#endif
+""")
+def warp_match(lanes: wp.uint32, x: int) -> wp.uint32:
+    """The lanes of ``lanes`` (`warp_lanes`) whose ``x`` equals this lane's; on the CPU, which has
+    no warps, the calling thread alone (bit 0)."""
+    ...
+
+
+@wp.func_native("""
+#if defined(__CUDA_ARCH__)
+const int lane = threadIdx.x & 31;
+for (int d = 1; d < 32; d <<= 1) {
+    const int y = __shfl_up_sync(lanes, x, d);
+    if (lane >= d) x += y;
+}
+#endif
+return x;
+""")
+def warp_scan(lanes: wp.uint32, x: int) -> int:
+    """The sum of ``x`` over lanes 0 .. this one of a whole warp (``x`` itself on the CPU)."""
     ...
 
 
@@ -2560,7 +2669,7 @@ there: at 96x54, cap 56 +2.3 % over `raster_views`, 48 +0.9 %, 40 -1.1 %, 64 -0.
 
 
 def _raster_views(
-    # per-view data from view_rays / gather_* / rank_candidates / entry_setup:
+    # per-view data from view_rays / gather_* / rank_lists / entry_setup:
     # the launch's views flattened (view_ray 3 rows, rec capacity records, tile_mask bands *
     # words mask words each), so a load takes one index (a 2-D index costs two negative-index
     # wraps and two 64-bit products; ~16 instructions per mask word)

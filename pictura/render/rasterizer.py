@@ -138,8 +138,8 @@ class Renderer:
         # Unsorted candidates kept per view before ranking (8 bytes each). 2048 holds every view
         # of the 8 CARLA towns at far = 120 m (at most ~970 seen, docs/renderer.md); a view with
         # more continues its ranked buffer with the serial sorted insert (`gather_views` mode
-        # 1), so this bounds memory, never the result. A multiple of 4: `rank_candidates` reads
-        # the bounds in blocks of 4.
+        # 1), so this bounds memory, never the result. A multiple of 4: `rank_lists` reads
+        # a large view's bounds in blocks of 4.
         self._cand_capacity = -(-max(2 * self.list_capacity, 2048) // 4) * 4
         # Pass 1 of the cull (both build the same candidate buffer, entry for entry): "lanes", a
         # block of GATHER_LANES threads per view (`kernels.gather_lanes`), or "views", one
@@ -552,16 +552,18 @@ class Renderer:
                 )  # fmt: skip
             if mode == 0:
                 # the flattened bounds, like the threads, must stay below 2^31 per launch
-                for base, count in self._launch_ranges(views, max(kernels.RANK_THREADS, cand)):
+                for base, count in self._launch_ranges(views, max(kernels.RANK_LANES, cand)):
                     bits = self._cand_bound[base : base + count].flatten().view(wp.int32)
-                    wp.launch(
-                        kernels.rank_candidates,
-                        dim=count * kernels.RANK_THREADS,
+                    wp.launch_tiled(
+                        kernels.rank_lists,
+                        dim=[count],
                         inputs=[
-                            self._cand_ref, bits, bits.reshape((-1, 4)).view(wp.vec4i), self._cand_count, k, base,
+                            self._cand_ref, self._cand_bound, bits.reshape((-1, 4)).view(wp.vec4i), self._cand_count,
+                            kernels.RANK_BUCKETS / self.rig.far, k, base,
                         ],
                         outputs=[self._list_ref, self._list_bound],
                         device=self.device,
+                        block_dim=kernels.RANK_LANES,
                     )
         binned = int(solo_slot < 0)  # the id buffer walks the whole list: no tile masks
         if binned:

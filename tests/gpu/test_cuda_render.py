@@ -63,3 +63,12 @@ def test_cuda_warp_binning_sets_the_same_bits_as_solo_binning(bin_mode):
     assert masks["solo"].any()
     assert np.array_equal(masks[8], masks["solo"])
     assert np.array_equal(masks[0], masks["solo"])
+
+
+@pytest.mark.parametrize("far", [0.6, 120.0])
+@pytest.mark.parametrize("capacity", [5, 96])
+def test_cuda_ranking_is_the_stable_sort(capacity, far):
+    # `rank_lists` on real warps: rounds of 32 candidates, `__match_any_sync` groups, the warp scan.
+    from tests.render.test_cull_paths import check_ranking_ties
+
+    check_ranking_ties(capacity, far, "cuda")

@@ -32,31 +32,42 @@ def make(town, width=32, height=18, **kw) -> Renderer:
     return Renderer([road_map], layout, CameraRig(width=width, height=height), **kw)
 
 
-@pytest.mark.parametrize("capacity", [1, 5, 12, 40])
-def test_ranking_breaks_ties_by_gather_order_in_every_block_position(capacity):
-    # Hand-made buffers: many equal bounds (0.0 among them), counts that end inside a block of 4
-    # and on one; each view's list must be NumPy's stable sort, cut at the capacity.
+def check_ranking_ties(capacity: int, far: float, device: str) -> None:
+    """Hand-made buffers: many equal bounds (0.0 among them), counts that end inside a block of 4
+    and on one, and two past what `rank_lists` sorts in shared memory; bounds beyond ``far``
+    (they share the last distance bucket), in one bucket or spread over several. Each view's
+    list must be NumPy's stable sort, cut at the capacity. (Also run on CUDA: tests/gpu.)"""
     rng = np.random.default_rng(3)
-    cand_cap, counts = 40, np.array([40, 37, 13, 4, 3, 1, 0], np.int32)
+    cand_cap = kernels.RANK_SHARED_KEYS + 8
+    counts = np.array([cand_cap, cand_cap - 3, 40, 37, 13, 4, 3, 1, 0] + [33] * 30 + [64, 65, 97], np.int32)
     bound = rng.choice(np.array([0.0, 0.5, 0.5000001, 2.0, 7.25], np.float32), (len(counts), cand_cap))
+    bound[-33:] = rng.uniform(0.0, 1.2 * far, (33, cand_cap)).astype(np.float32)  # mostly distinct
     ref = rng.permutation(len(counts) * cand_cap).astype(np.int32).reshape(len(counts), cand_cap)
-    bits = wp.array(bound.reshape(-1).view(np.int32), dtype=wp.int32, device="cpu")
-    list_ref = wp.full((len(counts), capacity), -1, dtype=wp.int32, device="cpu")
-    list_bound = wp.zeros((len(counts), capacity), dtype=wp.float32, device="cpu")
-    wp.launch(
-        kernels.rank_candidates, dim=len(counts) * kernels.RANK_THREADS,
+    list_ref = wp.full((len(counts), capacity), -1, dtype=wp.int32, device=device)
+    list_bound = wp.zeros((len(counts), capacity), dtype=wp.float32, device=device)
+    cand_ref = wp.array(ref, dtype=wp.int32, device=device)
+    cand_count = wp.array(counts, dtype=wp.int32, device=device)
+    bits4 = wp.array(bound.reshape(-1, 4).view(np.int32), dtype=wp.vec4i, device=device)
+    wp.launch_tiled(
+        kernels.rank_lists, dim=[len(counts)],
         inputs=[
-            wp.array(ref, dtype=wp.int32, device="cpu"), bits, bits.reshape((-1, 4)).view(wp.vec4i),
-            wp.array(counts, dtype=wp.int32, device="cpu"), capacity, 0,
+            cand_ref, wp.array(bound, dtype=wp.float32, device=device), bits4, cand_count,
+            kernels.RANK_BUCKETS / far, capacity, 0,
         ],
-        outputs=[list_ref, list_bound], device="cpu",
+        outputs=[list_ref, list_bound], device=device, block_dim=kernels.RANK_LANES,
     )  # fmt: skip
     for v, n in enumerate(counts):
         order = np.argsort(bound[v, :n], kind="stable")[:capacity]
         kept = min(n, capacity)
-        assert np.array_equal(list_ref.numpy()[v, :kept], ref[v, order])
-        assert np.array_equal(list_bound.numpy()[v, :kept], bound[v, order])
+        assert np.array_equal(list_ref.numpy()[v, :kept], ref[v, order]), v
+        assert np.array_equal(list_bound.numpy()[v, :kept], bound[v, order]), v
         assert (list_ref.numpy()[v, kept:] == -1).all()
+
+
+@pytest.mark.parametrize("far", [0.6, 8.0, 120.0])
+@pytest.mark.parametrize("capacity", [1, 5, 12, 40, 96])
+def test_ranking_breaks_ties_by_gather_order_in_every_block_position(capacity, far):
+    check_ranking_ties(capacity, far, "cpu")
 
 
 def test_ranked_list_is_the_stable_sort_of_the_candidates(town):
@@ -103,8 +114,8 @@ def test_overflowed_views_get_the_stable_sort_of_all_their_candidates(town, cand
 
 def test_a_view_past_the_default_buffer_gets_the_stable_sort_of_all_its_candidates():
     # Markings every 0.5 m across the field ahead, cut into 2 m segments: the front camera
-    # gathers more candidates than the default buffer holds (and than RANK_THREADS, so a rank
-    # thread ranks several). Reference: a buffer that holds them all, sorted stably by NumPy.
+    # gathers more candidates than the default buffer holds (and than RANK_SHARED_KEYS, so `rank_lists`
+    # counts in global memory). Reference: a buffer that holds them all, sorted stably by NumPy.
     lines = [np.array([[x, y, 0.0] for x in np.arange(1.0, 120.0, 2.0)]) for y in np.arange(-30.0, 30.1, 0.5)]
     pts, off = pack_polylines(lines)
     road_map = empty_map(marking_points=pts, marking_offsets=off, marking_kind=np.zeros(len(lines), np.int32))
@@ -115,7 +126,7 @@ def test_a_view_past_the_default_buffer_gets_the_stable_sort_of_all_its_candidat
     images = [r.render_numpy(box, lights, request) for r in renderers]
     n = renderers[0]._cand_count.numpy()[:4]
     assert n.max() <= renderers[0]._cand_capacity
-    assert n[0] > renderers[1]._cand_capacity > kernels.RANK_THREADS
+    assert n[0] > renderers[1]._cand_capacity > kernels.RANK_SHARED_KEYS
     cand_ref, cand_bound = renderers[0]._cand_ref.numpy(), renderers[0]._cand_bound.numpy()
     k = renderers[0].list_capacity
     for r in renderers:
