@@ -31,12 +31,17 @@ RUNS = (  # label, file: every "render_throughput" line of the pinned scene
     ("2026-12-01, twelfth session, round 19 (register pressure, band occupancy)", "2026-12-01_h200_render_session12_round19_sweep.jsonl"),
     ("2026-12-01, thirteenth session, round 20 (strided band groups)", "2026-12-01_h200_render_session13_round20_sweep.jsonl"),
     ("2026-12-01, fourteenth session, round 21 (warp-ballot gather)", "2026-12-01_h200_render_session14_round21_sweep.jsonl"),
+    ("2026-12-02, twenty-eighth session, round 46 (two fragment slots)", "2026-12-02_h200_render_session28_sweep.jsonl"),
+)
+EXACT_RUNS = (  # the same, `coverage="exact"` lines (dashed)
+    ("2026-12-02, round 46, coverage=\"exact\"", "2026-12-02_h200_render_session28_sweep.jsonl"),
 )
 ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
 
 
-def pinned_sweep(path: Path) -> dict[str, float]:
-    """resolution -> agent-steps/s of the pinned scene (Town10HD, 120 agents + 32 parked)."""
+def pinned_sweep(path: Path, coverage: str = "ramp") -> dict[str, float]:
+    """resolution -> agent-steps/s of the pinned scene (Town10HD, 120 agents + 32 parked) in
+    one coverage mode (lines before the modes have no "coverage": the ramp)."""
     out = {}
     for line in path.read_text().splitlines():
         try:
@@ -44,6 +49,8 @@ def pinned_sweep(path: Path) -> dict[str, float]:
         except json.JSONDecodeError:
             continue  # the session files interleave other output
         if not isinstance(row, dict) or row.get("map") != "Town10HD":
+            continue
+        if row.get("coverage", "ramp") != coverage:
             continue
         if row.get("name") == "render_throughput" and row.get("scene", "pinned") == "pinned":
             out[row["resolution"]] = row["agent_steps_per_s"]
@@ -59,6 +66,10 @@ def main() -> None:
         sweep = pinned_sweep(RESULTS / name)
         xs = [i for i, r in enumerate(ORDER) if r in sweep]
         ax.plot(xs, [sweep[ORDER[i]] for i in xs], marker="o", color=color, label=label)
+    for label, name in EXACT_RUNS:
+        sweep = pinned_sweep(RESULTS / name, coverage="exact")
+        xs = [i for i, r in enumerate(ORDER) if r in sweep]
+        ax.plot(xs, [sweep[ORDER[i]] for i in xs], marker="s", linestyle="--", color=colors[-1], label=label)
     ax.plot([2], [5.0e5], marker="*", markersize=15, linestyle="none", color="tab:orange", label="paper (H100, 96x54)")
     ax.plot([2, 3], [2.0e6, 5.0e5], marker="_", markersize=22, linestyle="none", color="tab:red", label="issue 5 targets")
     ax.set_yscale("log")

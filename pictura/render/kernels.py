@@ -27,7 +27,8 @@ numbered ``v = (request - request_offset) * C + camera``.
    pixel) stores the background at once when a band is empty (its bit in the group's ballot of
    non-empty bands is clear), else tests the band's entries front
    to back from their records
-   (depth and coverage only) into a 4-slot depth-sorted register buffer, stops once the next
+   (depth and coverage only) into a 2-slot depth-sorted register buffer (a third fragment
+   composited behind the last slot), stops once the next
    primitive's bound lies behind an opaque fragment, then colours and composites the kept
    fragments front to back over ground or sky. Coverage is analytic: the signed distance (m)
    of the ray's hit point to the primitive's edge divided by the pixel footprint at that depth.
@@ -130,7 +131,12 @@ _LIGHT_COS_FULL = wp.constant(math.cos(math.radians(LIGHT_FULL_DEG)))
 _LIGHT_COS_CUT = wp.constant(math.cos(math.radians(LIGHT_CUTOFF_DEG)))
 _SHADE_MIN = wp.constant(SHADE_MIN)
 _SHADE_DIST = wp.constant(SHADE_DISTANCE_M)
-_FRAGS = wp.constant(4)
+FRAGMENT_SLOTS = 2
+"""Fragments `trace_ray` keeps per ray, nearest first; one more is composited behind the last.
+Two slots with that merge beat four that dropped the fifth fragment in speed (+2.6 % exact,
++4.0 % ramp at 96x54 on an H200) and in accuracy against an 8-slot reference (docs/renderer.md,
+round 46)."""
+_FRAGS = wp.constant(FRAGMENT_SLOTS)
 TILE_PX = 8
 """Screen tiles are TILE_PX x TILE_PX output pixels (a tile range per list entry); each view keeps
 one bit per (band, list entry), a band being the top or bottom TILE_PX / 2 rows of a tile (the
@@ -197,7 +203,7 @@ class ExactCoverage:
     pixel's box-filter coverage within ~0.016 of the exact polygon area away from corners on the
     test poses, though 2.7 % of edge pixels on random poses are more than 0.02 off, mostly
     beside faces under 2 px wide (issue 5); about 10 % slower than `RampCoverage` at 96x54 on an
-    H200 (docs/renderer.md, rounds 27-32)."""
+    H200 (2.02 M against 2.26 M agent-steps/s; docs/renderer.md, rounds 27-46)."""
 
     unused: int
 
@@ -2341,19 +2347,21 @@ def trace_ray(
     ``mask_base``.
     The walk visits the band's entries nearest bound first; each entry costs four vector loads
     (`record_word`: its record and bound, at one address for the whole warp) and its fragment
-    (`record_fragment`). Fragments go into a 4-slot buffer sorted by depth (stable; the
-    farthest drops when full) of (t, alpha, packed colour) that lives in registers: every slot
-    is indexed by a constant, an insertion is a fixed sequence of selects. The colour is packed
-    (`pack_color`) so a slot costs 3 registers; keeping the entry index instead and recomputing
-    the colour after the walk cost a second fragment evaluation per kept fragment (a quarter
-    of the raster's instructions at 96x54, docs/renderer.md round 10). The kept fragments are
-    then composited front to back.
+    (`record_fragment`). Fragments go into a `_FRAGS`-slot buffer sorted by depth (stable) of
+    (t, alpha, packed colour) that lives in registers: every slot is indexed by a constant, an
+    insertion is a fixed sequence of selects. When the buffer is full, the fragment pushed
+    past the last slot is composited behind that slot (the over operator), so no fragment is
+    lost: exact while the fragments arrive in depth order, as the entries' bounds mostly put
+    them. The colour is packed (`pack_color`) so a slot costs 3 registers; keeping the entry
+    index instead and recomputing the colour after the walk cost a second fragment evaluation
+    per kept fragment (a quarter of the raster's instructions at 96x54, docs/renderer.md
+    round 10). The kept fragments are then composited front to back.
     """
     g = ground_frame(d, pix)
     inv_fade = 1.0 / (_FAR_FADE * far)
-    ft = wp.vec4(0.0)
-    fa = wp.vec4(0.0)
-    fc = wp.vec4i(0)
+    ft = wp.vec2(0.0)
+    fa = wp.vec2(0.0)
+    fc = wp.vec2i(0)
     nf = int(0)
     t_opaque = float(1.0e30)
     done = int(0)
@@ -2383,31 +2391,29 @@ def trace_ray(
             fad = f[4] * wp.clamp((far - t) * inv_fade, 0.0, 1.0)
             if fad <= 0.0 or t >= t_opaque:
                 continue
-            # Stable insert: j = the number of kept fragments at or before t; j = 4 drops it.
+            # Stable insert: j = the number of kept fragments at or before t (2: behind both).
             j = int(0)
             if nf > 0 and ft[0] <= t:
                 j = 1
                 if nf > 1 and ft[1] <= t:
                     j = 2
-                    if nf > 2 and ft[2] <= t:
-                        j = 3
-                        if nf > 3 and ft[3] <= t:
-                            j = 4
-            if j == 4:
-                continue
             c = pack_color(wp.vec3(f[1], f[2], f[3]))
-            ft[3] = wp.where(j < 3, ft[2], wp.where(j == 3, t, ft[3]))
-            fa[3] = wp.where(j < 3, fa[2], wp.where(j == 3, fad, fa[3]))
-            fc[3] = wp.where(j < 3, fc[2], wp.where(j == 3, c, fc[3]))
-            ft[2] = wp.where(j < 2, ft[1], wp.where(j == 2, t, ft[2]))
-            fa[2] = wp.where(j < 2, fa[1], wp.where(j == 2, fad, fa[2]))
-            fc[2] = wp.where(j < 2, fc[1], wp.where(j == 2, c, fc[2]))
+            # With the buffer full, the fragment that the insert pushes past the last slot (the
+            # new one when j = 2, else the old last) is composited behind the new last slot.
+            past_a = wp.where(j == 2, fad, fa[1])
+            past_c = wp.where(j == 2, c, fc[1])
             ft[1] = wp.where(j < 1, ft[0], wp.where(j == 1, t, ft[1]))
             fa[1] = wp.where(j < 1, fa[0], wp.where(j == 1, fad, fa[1]))
             fc[1] = wp.where(j < 1, fc[0], wp.where(j == 1, c, fc[1]))
             ft[0] = wp.where(j == 0, t, ft[0])
             fa[0] = wp.where(j == 0, fad, fa[0])
             fc[0] = wp.where(j == 0, c, fc[0])
+            if nf == _FRAGS:
+                # over: alpha a + (1 - a) a', colour (a c + (1 - a) a' c') / that alpha
+                a1 = fa[1]
+                w = (1.0 - a1) * past_a
+                fa[1] = a1 + w
+                fc[1] = pack_color((a1 * unpack_color(fc[1]) + w * unpack_color(past_c)) / (a1 + w))
             nf = wp.min(nf + 1, _FRAGS)
             if fad >= _OPAQUE:
                 t_opaque = wp.min(t_opaque, t)
@@ -2418,11 +2424,7 @@ def trace_ray(
         c = fc[0]
         a = fa[0]
         fc[0] = fc[1]
-        fc[1] = fc[2]
-        fc[2] = fc[3]
         fa[0] = fa[1]
-        fa[1] = fa[2]
-        fa[2] = fa[3]
         w = (1.0 - alpha) * a
         acc += w * unpack_color(c)
         alpha += w
