@@ -62,14 +62,15 @@ def main() -> None:
     # one colour per run along a sequential map (oldest light, newest dark): more runs than the
     # default cycle has colours
     colors = plt.cm.viridis_r([0.1 + 0.85 * k / max(len(RUNS) - 1, 1) for k in range(len(RUNS))])
+    def plot_sweep(label: str, name: str, coverage: str, **style) -> None:
+        sweep = pinned_sweep(RESULTS / name, coverage)
+        xs = [i for i, r in enumerate(ORDER) if r in sweep]
+        ax.plot(xs, [sweep[ORDER[i]] for i in xs], label=label, **style)
+
     for (label, name), color in zip(RUNS, colors, strict=True):
-        sweep = pinned_sweep(RESULTS / name)
-        xs = [i for i, r in enumerate(ORDER) if r in sweep]
-        ax.plot(xs, [sweep[ORDER[i]] for i in xs], marker="o", color=color, label=label)
+        plot_sweep(label, name, "ramp", marker="o", color=color)
     for label, name in EXACT_RUNS:
-        sweep = pinned_sweep(RESULTS / name, coverage="exact")
-        xs = [i for i, r in enumerate(ORDER) if r in sweep]
-        ax.plot(xs, [sweep[ORDER[i]] for i in xs], marker="s", linestyle="--", color=colors[-1], label=label)
+        plot_sweep(label, name, "exact", marker="s", linestyle="--", color=colors[-1])
     ax.plot([2], [5.0e5], marker="*", markersize=15, linestyle="none", color="tab:orange", label="paper (H100, 96x54)")
     ax.plot([2, 3], [2.0e6, 5.0e5], marker="_", markersize=22, linestyle="none", color="tab:red", label="issue 5 targets")
     ax.set_yscale("log")

@@ -135,7 +135,8 @@ FRAGMENT_SLOTS = 2
 """Fragments `trace_ray` keeps per ray, nearest first; one more is composited behind the last.
 Two slots with that merge beat four that dropped the fifth fragment in speed (+2.6 % exact,
 +4.0 % ramp at 96x54 on an H200) and in accuracy against an 8-slot reference (docs/renderer.md,
-round 46)."""
+round 46). Not a knob: `trace_ray`'s buffer (vec2 slots) and its insert are written out for
+two slots, with constant indices so that they stay in registers."""
 _FRAGS = wp.constant(FRAGMENT_SLOTS)
 TILE_PX = 8
 """Screen tiles are TILE_PX x TILE_PX output pixels (a tile range per list entry); each view keeps
@@ -957,6 +958,14 @@ def rank_bucket(bound: float, scale: float) -> int:
     return wp.min(int(bound * scale), _RANK_BUCKETS - 1)
 
 
+@wp.func
+def group_first_slot(b: int, same: wp.uint32, below: wp.uint32) -> int:
+    """Where the first lane of a `warp_match` group (``same``; ``below`` = the lanes before this
+    one) adds the group's size in `rank_lists`' per-bucket tiles: its bucket ``b``; every other
+    lane, and a lane with no candidate (b < 0), the spare slot RANK_BUCKETS."""
+    return wp.where(b >= 0 and (same & below) == wp.uint32(0), b, _RANK_BUCKETS)
+
+
 @wp.kernel
 def rank_lists(
     cand_ref: wp.array2d(dtype=wp.int32),
@@ -1012,8 +1021,7 @@ def rank_lists(
             if j < n:
                 b = rank_bucket(cand_bound[v, j], scale)
             same = warp_match(lanes, b)
-            # the first lane of each group adds the group's size
-            at = wp.where(b >= 0 and (same & below) == wp.uint32(0), b, _RANK_BUCKETS)
+            at = group_first_slot(b, same, below)
             count[at] = count[at] + wp.bit_count(same)
         carry = int(0)
         for b0 in range(0, _RANK_BUCKETS, threads):
@@ -1034,7 +1042,7 @@ def rank_lists(
                 p = start[b] + fill[b] + wp.bit_count(same & below)
             keys[p] = wp.cast(bound, wp.int32)
             order[p] = j
-            at = wp.where(b >= 0 and (same & below) == wp.uint32(0), b, _RANK_BUCKETS)
+            at = group_first_slot(b, same, below)
             fill[at] = fill[at] + wp.bit_count(same)
         # Runs are in bucket order: once a position's run starts at capacity, so do the later ones.
         p = lane
@@ -2413,7 +2421,7 @@ def trace_ray(
                 a1 = fa[1]
                 w = (1.0 - a1) * past_a
                 fa[1] = a1 + w
-                fc[1] = pack_color((a1 * unpack_color(fc[1]) + w * unpack_color(past_c)) / (a1 + w))
+                fc[1] = pack_color((a1 * unpack_color(fc[1]) + w * unpack_color(past_c)) / fa[1])
             nf = wp.min(nf + 1, _FRAGS)
             if fad >= _OPAQUE:
                 t_opaque = wp.min(t_opaque, t)
