@@ -44,7 +44,7 @@ from benchmarks.kernel_profile import profile_kernels  # noqa: E402
 from pictura.maps.roadmap import RoadMap, pack_polylines  # noqa: E402
 from pictura.render import CameraRig, Renderer  # noqa: E402
 from pictura.render.demo import spawn_snapshot  # noqa: E402
-from pictura.render.kernels import COVERAGE_MODES  # noqa: E402
+from pictura.render.kernels import COVERAGE_MODES, DEFAULT_COVERAGE  # noqa: E402
 from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, WorldLayout  # noqa: E402
 
 RESOLUTIONS = ((32, 18), (64, 36), (96, 54), (192, 108), (384, 216))
@@ -228,7 +228,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--capacity", type=int, default=96, help="primitives kept per view")
     p.add_argument("--supersample", type=int, default=1, help="rays per pixel per axis")
     p.add_argument(
-        "--coverage", choices=sorted(COVERAGE_MODES), default="ramp", help="box-edge coverage mode (default ramp)"
+        "--coverage", choices=sorted(COVERAGE_MODES), default=DEFAULT_COVERAGE,
+        help=f"box-edge coverage mode (default {DEFAULT_COVERAGE})",
     )
     p.add_argument("--gather", choices=("auto", "lanes", "views"), default="auto", help="pass-1 cull threads (auto: lanes on CUDA, views on the CPU)")
     p.add_argument("--profile", action="store_true", help="also time each kernel of one render call")

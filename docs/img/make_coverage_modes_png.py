@@ -1,6 +1,6 @@
 """docs/img/coverage_modes.png: a box turned 0.6 rad at 96x54 (the second pose of
-tests/render/test_coverage.py), drawn with ``coverage="ramp"``, ``coverage="exact"`` and 2x2
-supersampling, each beside its per-pixel coverage error against the exact area of the projected
+tests/render/test_coverage.py), drawn with ``coverage="exact"`` (the default), ``coverage="ramp"``
+and plain 2x2 supersampling (the paper's baseline), each beside its per-pixel coverage error against the exact area of the projected
 silhouette in each pixel (NumPy polygon clipping, the test's reference).
 
     python docs/img/make_coverage_modes_png.py
@@ -26,7 +26,11 @@ from tests.render.test_coverage import TURNED, H, W, edge_coverage_error_map  # 
 from tests.render.test_rasterizer import EGO, front_renderer, render_one  # noqa: E402
 
 POSE = TURNED[0]
-MODES = (("ramp (default)", {"coverage": "ramp"}), ("exact", {"coverage": "exact"}), ("2x2 supersampled", {"supersample": 2}))
+MODES = (
+    ("exact (default)", {"coverage": "exact"}),
+    ("ramp", {"coverage": "ramp"}),
+    ("2x2 supersampled", {"supersample": 2, "antialias": False}),
+)
 CROP = (slice(22, 44), slice(22, 58))  # rows, columns around the box
 
 

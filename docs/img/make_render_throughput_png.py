@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-RUNS = (  # label, file: every "render_throughput" line of the pinned scene
+RUNS = (  # label, file: every "render_throughput" line of the pinned scene, coverage="ramp" (the default until 2026-12-02)
     ("2026-11-30, round 1 (entry records, tile bins)", "render_2026-11-30_round1.jsonl"),
     ("2026-12-01, rounds 3-4 (fragment buffer in registers, line misses)", "2026-12-01_h200_render_round4.jsonl"),
     ("2026-12-01, third session (candidate buffer 2048)", "2026-12-01_h200_session3_obs_render.txt"),
@@ -33,8 +33,8 @@ RUNS = (  # label, file: every "render_throughput" line of the pinned scene
     ("2026-12-01, fourteenth session, round 21 (warp-ballot gather)", "2026-12-01_h200_render_session14_round21_sweep.jsonl"),
     ("2026-12-02, twenty-eighth session, round 46 (two fragment slots)", "2026-12-02_h200_render_session28_sweep.jsonl"),
 )
-EXACT_RUNS = (  # the same, `coverage="exact"` lines (dashed)
-    ("2026-12-02, round 46, coverage=\"exact\"", "2026-12-02_h200_render_session28_sweep.jsonl"),
+EXACT_RUNS = (  # the same, `coverage="exact"` lines (dashed): the default since the thirtieth session
+    ("2026-12-03, round 46, coverage=\"exact\" (the default since)", "2026-12-03_h200_render_session30_sweep.jsonl"),
 )
 ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
 

@@ -23,7 +23,7 @@ from torchrl.envs import EnvBase
 from pictura.envs.observations import VectorizedObservationConfig
 from pictura.envs.specs import set_step_specs
 from pictura.maps import load_road_map
-from pictura.render import CameraRig, Renderer
+from pictura.render import DEFAULT_COVERAGE, CameraRig, Renderer
 from pictura.sim import (
     CONDITIONING_WIDTH,
     EGO_WIDTH,
@@ -79,7 +79,8 @@ class DrivingEnv(EnvBase):
             ``k, k + len(maps), ...``.
         rig: camera rig (default: the paper's four-camera rig at 96x54).
         render_coverage: box-edge coverage of the renderer (`pictura.render.Renderer`'s
-            ``coverage``): "ramp" (default) or "exact" (slower renders: docs/renderer.md).
+            ``coverage``): "exact" (default) or "ramp" (faster renders, coarser box edges:
+            docs/renderer.md, "Coverage modes").
         sim: simulator settings (`pictura.sim.SimConfig`); its ``agents_per_world`` is replaced
             by the argument above so there is one place to set it.
         observation: None for the perspective observation (camera pixels + ego state, the
@@ -101,7 +102,7 @@ class DrivingEnv(EnvBase):
         slots_per_world: int = 16,
         agents_per_world: tuple[int, int] = (8, 16),
         rig: CameraRig | None = None,
-        render_coverage: str = "ramp",
+        render_coverage: str = DEFAULT_COVERAGE,
         sim: SimConfig | None = None,
         observation: VectorizedObservationConfig | None = None,
         validate_actions: bool = True,
@@ -160,7 +161,7 @@ class DrivingEnv(EnvBase):
         observation: VectorizedObservationConfig | None,
         validate_actions: bool,
         share_pixel_buffer: bool,
-        render_coverage: str = "ramp",
+        render_coverage: str = DEFAULT_COVERAGE,
         replay=None,
     ) -> None:
         """Build the model, states, renderer, observation builder and buffers of the env (after

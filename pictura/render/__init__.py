@@ -5,6 +5,7 @@ from a snapshot history (`pictura.sim.snapshot`) and answers occlusion queries.
 """
 
 from pictura.render.camera import Camera, CameraRig, default_cameras
+from pictura.render.kernels import DEFAULT_COVERAGE
 from pictura.render.rasterizer import Renderer
 
-__all__ = ["Camera", "CameraRig", "Renderer", "default_cameras"]
+__all__ = ["DEFAULT_COVERAGE", "Camera", "CameraRig", "Renderer", "default_cameras"]

@@ -188,23 +188,25 @@ _CENTRE_SLACK = wp.constant(BIN_CENTRE_SLACK_PX)
 
 @wp.struct
 class RampCoverage:
-    """Box edges from the in-plane ramp (`Renderer(coverage="ramp")`, the default): a face's
-    coverage ramps over the pixel's footprint in its own plane, exact head-on, up to ~0.33 off
-    on faces seen at an angle (docs/renderer.md, Known limits). `entry_setup` and the raster
-    kernels are generic in their ``mode`` argument; its type picks the overloads of
-    `box_rect_reach`, `box_image_axes`, `face_weight` and `box_alpha` at compile time, so each
-    mode's kernels hold only their own code (`ENTRY_SETUP`, `RASTER_KERNELS`)."""
+    """Box edges from the in-plane ramp (`Renderer(coverage="ramp")`, ~11 % faster than the
+    default `ExactCoverage` at 96x54 on an H200): a face's coverage ramps over the pixel's
+    footprint in its own plane, exact head-on, up to ~0.33 off on faces seen at an angle
+    (docs/renderer.md, Known limits). `entry_setup` and the raster kernels are generic in their
+    ``mode`` argument; its type picks the overloads of `box_rect_reach`, `box_image_axes`,
+    `face_weight` and `box_alpha` at compile time, so each mode's kernels hold only their own
+    code (`ENTRY_SETUP`, `RASTER_KERNELS`)."""
 
     unused: int
 
 
 @wp.struct
 class ExactCoverage:
-    """Box edges from the silhouette's exact screen lines (`Renderer(coverage="exact")`): the
-    pixel's box-filter coverage within ~0.016 of the exact polygon area away from corners on the
-    test poses, though 2.7 % of edge pixels on random poses are more than 0.02 off, mostly
-    beside faces under 2 px wide (issue 5); about 10 % slower than `RampCoverage` at 96x54 on an
-    H200 (2.02 M against 2.26 M agent-steps/s; docs/renderer.md, rounds 27-46)."""
+    """Box edges from the silhouette's exact screen lines (`Renderer(coverage="exact")`, the
+    default): the pixel's box-filter coverage, within ~0.016 of the exact polygon area away
+    from corners on the test poses, though 2.7 % of edge pixels on random poses are more than
+    0.02 off, mostly beside faces under 2 px wide (issue 5); about 10 % slower than
+    `RampCoverage` at 96x54 on an H200 (2.03 M against 2.27 M agent-steps/s;
+    docs/renderer.md, rounds 27-46 and "Coverage modes")."""
 
     unused: int
 
@@ -2823,6 +2825,10 @@ def raster_views_ss(
 
 COVERAGE_MODES = {"ramp": RampCoverage, "exact": ExactCoverage}
 """`Renderer(coverage=...)`: how box edges are antialiased (the two structs' docstrings)."""
+DEFAULT_COVERAGE = "exact"
+"""The coverage mode of `Renderer`, the env (``render_coverage``), the debug tool and the
+benchmarks unless told otherwise: the one that meets both issue 5's coverage (within 0.02 on
+the test poses) and its 2 M agent-steps/s at 96x54 (docs/renderer.md, "Coverage modes")."""
 BINNINGS = {"solo": SoloBinning, "warp": WarpBinning}
 """How `entry_setup` bins its entries (the two structs' docstrings)."""
 ENTRY_SETUP = {

@@ -92,12 +92,12 @@ class Renderer:
         supersample: rays per pixel along each axis (1 = analytic coverage only; 2 = the 2x2
             supersampled reference mode).
         antialias: analytic-coverage antialiasing; False gives hard 1-sample edges.
-        coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`): "ramp"
-            (the default), a ramp over the pixel's footprint in each face's plane, exact head-on
-            but up to ~0.33 off for faces seen at an angle; "exact", the box filter of the
-            silhouette's exact screen lines (within ~0.016 away from its corners on the test
-            poses, not always beside faces under ~2 px wide; about 10 % slower at 96x54 on an
-            H200: docs/renderer.md, "Coverage modes").
+        coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`): "exact"
+            (the default, `kernels.DEFAULT_COVERAGE`), the box filter of the silhouette's exact
+            screen lines (within ~0.016 away from its corners on the test poses, not always
+            beside faces under ~2 px wide); "ramp", a ramp over the pixel's footprint in each
+            face's plane, exact head-on but up to ~0.33 off for faces seen at an angle, about
+            11 % faster at 96x54 on an H200 (docs/renderer.md, "Coverage modes").
         cell_size: culling grid cell edge (m).
     """
 
@@ -111,7 +111,7 @@ class Renderer:
         chunk_size: int | None = None,
         supersample: int = 1,
         antialias: bool = True,
-        coverage: str = "ramp",
+        coverage: str = kernels.DEFAULT_COVERAGE,
         cell_size: float = 16.0,
     ) -> None:
         if list_capacity < 1:

@@ -24,7 +24,7 @@ Scene JSON (metres, degrees; x east, y north, z up; every key but ``ego`` option
       "stop_lines": [[[40, -7], [40, 0]]],
       "walls": [{"points": [[0, 12], [100, 12]], "height": 4}],
       "lights": [{"position": [45, -8, 4.5], "heading_deg": 180, "state": "red"}],  # red|yellow|green|off
-      "antialias": true, "supersample": 1, "coverage": "ramp"       # coverage: ramp | exact
+      "antialias": true, "supersample": 1, "coverage": "exact"      # coverage: exact | ramp
     }
 
 Points may be [x, y] (z = 0) or [x, y, z]. ``rig`` takes every `CameraRig` argument.
@@ -163,10 +163,9 @@ def scene_from_json(scene: dict) -> tuple[RoadMap, np.ndarray, np.ndarray, dict]
     boxes[0] = _box(scene["ego"], "ego")
     for i, a in enumerate(agents):
         boxes[1 + i] = _box(a, f"agents[{i}]")
-    options = {
-        "antialias": bool(scene.get("antialias", True)), "supersample": int(scene.get("supersample", 1)),
-        "coverage": str(scene.get("coverage", "ramp")),
-    }  # fmt: skip
+    options = {"antialias": bool(scene.get("antialias", True)), "supersample": int(scene.get("supersample", 1))}
+    if "coverage" in scene:  # else the `Renderer`'s default
+        options["coverage"] = str(scene["coverage"])
     return road_map, boxes, np.asarray(states, np.int32), options
 
 
@@ -182,7 +181,7 @@ def mosaic(views: np.ndarray, columns: int = 2, gap: int = 2) -> np.ndarray:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from pictura.render.kernels import COVERAGE_MODES
+    from pictura.render.kernels import COVERAGE_MODES, DEFAULT_COVERAGE
 
     p = argparse.ArgumentParser(prog="python -m pictura render", description=__doc__.split("\n\n")[0])
     src = p.add_mutually_exclusive_group(required=True)
@@ -195,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", type=int, default=1, help="upscale the PNG by this factor (nearest)")
     p.add_argument("--supersample", type=int, help="rays per pixel per axis (2 = reference mode)")
     p.add_argument("--no-antialias", action="store_true", help="hard edges (1 sample, no coverage)")
-    p.add_argument("--coverage", choices=sorted(COVERAGE_MODES), help="box-edge coverage mode (default ramp)")
+    p.add_argument("--coverage", choices=sorted(COVERAGE_MODES), help=f"box-edge coverage mode (default {DEFAULT_COVERAGE})")
     p.add_argument("--agent", type=int, default=0, help="--map: slot of the agent whose views to draw (default 0)")
     p.add_argument("--agents", type=int, default=60, help="--map: agents the simulator spawns (default 60)")
     p.add_argument("--parked", type=int, default=32, help="--map: parked cars (default 32, Table 5)")
@@ -243,7 +242,7 @@ def run(args: argparse.Namespace) -> None:
     from pictura.render import CameraRig, Renderer
 
     rig_args: dict = {}
-    options = {"antialias": True, "supersample": 1, "coverage": "ramp"}
+    options = {"antialias": True, "supersample": 1}
     if args.scale < 1:
         raise ValueError(f"--scale must be >= 1, got {args.scale}")
     if args.scene:

@@ -1,13 +1,13 @@
 """Antialiased box edges against the exact polygon-pixel area (NumPy clipping), issue 5.
 
 Issue 5 asks for each edge pixel's coverage within 0.02 of the area of the projected silhouette
-inside it. `Renderer(coverage="exact")` meets that on the hand-picked poses, but not on every
-random one (`python -m tests.render.coverage_scan`: 2.7 % of edge pixels over 200 poses, most
-beside a face under 2 px wide on screen); two of those misses are strict xfails. The default
-ramp meets it for a box seen head-on, not for a box turned so that a face is seen at an angle
-(docs/renderer.md, Known limits): those cases are strict xfails, so they turn into failures the
-day the ramp becomes exact, and a second test guards the ramp's present error so that it
-cannot grow unnoticed.
+inside it. The default mode (`coverage="exact"`) meets that on the hand-picked poses, but not on
+every random one (`python -m tests.render.coverage_scan`: 2.7 % of edge pixels over 200 poses,
+most beside a face under 2 px wide on screen); two of those misses are strict xfails. The faster
+`coverage="ramp"` meets it for a box seen head-on, not for a box turned so that a face is seen
+at an angle (docs/renderer.md, Known limits): those cases are strict xfails, so they turn into
+failures the day the ramp becomes exact, and a second test guards the ramp's present error so
+that it cannot grow unnoticed.
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ def edge_coverage_error_map(pose, **options) -> np.ndarray:
     return errors
 
 
-def edge_coverage_errors(pose, coverage: str = "ramp") -> list[float]:
-    """`edge_coverage_error_map`'s measured pixels, at least 20 of them."""
-    error_map = edge_coverage_error_map(pose, coverage=coverage)
+def edge_coverage_errors(pose, **options) -> list[float]:
+    """`edge_coverage_error_map`'s measured pixels, at least 20 of them (``options``: its)."""
+    error_map = edge_coverage_error_map(pose, **options)
     errors = error_map[~np.isnan(error_map)].tolist()
     assert len(errors) >= 20  # enough edge pixels to mean something
     return errors
@@ -85,32 +85,6 @@ def test_polygon_pixel_area_is_exact_on_hand_cases():
     # a half-plane x <= 0.25 covers a quarter of pixel (0, 0)
     strip = np.array([[-5.0, -5.0], [0.25, -5.0], [0.25, 5.0], [-5.0, 5.0]])
     assert polygon_pixel_area(strip, 0, 0) == pytest.approx(0.25)
-
-
-@pytest.mark.parametrize("pose", [FACE_ON, *TURNED])
-def test_edge_pixel_coverage_stays_within_the_ramps_known_error(pose):
-    assert max(edge_coverage_errors(pose)) <= RAMP_WITHIN
-
-
-@pytest.mark.parametrize(
-    "pose",
-    [
-        FACE_ON,
-        *(
-            pytest.param(
-                pose,
-                marks=pytest.mark.xfail(
-                    strict=True,
-                    reason="issue 5: the default in-plane ramp is not the exact area on oblique faces; "
-                    'coverage="exact" is (docs/renderer.md, "Coverage modes")',
-                ),
-            )
-            for pose in TURNED
-        ),
-    ],
-)
-def test_edge_pixel_coverage_is_the_exact_area(pose):
-    assert max(edge_coverage_errors(pose)) <= EXACT_WITHIN
 
 
 @pytest.mark.parametrize(
@@ -130,8 +104,35 @@ def test_edge_pixel_coverage_is_the_exact_area(pose):
         ),
     ],
 )  # fmt: skip
-def test_exact_mode_edge_pixel_coverage_is_the_exact_area(pose):
-    assert max(edge_coverage_errors(pose, coverage="exact")) <= EXACT_WITHIN
+def test_edge_pixel_coverage_is_the_exact_area(pose):
+    assert front_renderer(width=W, height=H).coverage == "exact"  # the default mode is the one measured
+    assert max(edge_coverage_errors(pose)) <= EXACT_WITHIN
+
+
+@pytest.mark.parametrize("pose", [FACE_ON, *TURNED])
+def test_ramp_mode_edge_pixel_coverage_stays_within_its_known_error(pose):
+    assert max(edge_coverage_errors(pose, coverage="ramp")) <= RAMP_WITHIN
+
+
+@pytest.mark.parametrize(
+    "pose",
+    [
+        FACE_ON,
+        *(
+            pytest.param(
+                pose,
+                marks=pytest.mark.xfail(
+                    strict=True,
+                    reason="issue 5: the in-plane ramp is not the exact area on oblique faces; "
+                    'coverage="exact" (the default) is (docs/renderer.md, "Coverage modes")',
+                ),
+            )
+            for pose in TURNED
+        ),
+    ],
+)
+def test_ramp_mode_edge_pixel_coverage_is_the_exact_area(pose):
+    assert max(edge_coverage_errors(pose, coverage="ramp")) <= EXACT_WITHIN
 
 
 @pytest.mark.parametrize("pose", [*TURNED, *OBLIQUE])
