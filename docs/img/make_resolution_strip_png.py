@@ -18,19 +18,19 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.render_throughput import RESOLUTIONS  # noqa: E402  (the issue's sweep)
 from pictura.render import CameraRig, Renderer  # noqa: E402
 from pictura.sim.snapshot import WorldLayout  # noqa: E402
 from pictura.tools.render_scene import EXAMPLE_SCENE, scene_from_json  # noqa: E402
 
-RESOLUTIONS = ((32, 18), (64, 36), (96, 54), (192, 108), (384, 216))
 ROWS = ({"antialias": False}, {}, {"supersample": 2, "antialias": False})
 GAP = 4  # white pixels between tiles
 
 
-def front_view(width: int, height: int, options: dict) -> np.ndarray:
-    """(height, width, 3) uint8: the example scene's front camera (the rig's first)."""
-    road_map, boxes, light_state, _ = scene_from_json(EXAMPLE_SCENE)
-    layout = WorldLayout.uniform([0], len(boxes), [len(light_state)])
+def front_view(scene: tuple, width: int, height: int, options: dict) -> np.ndarray:
+    """(height, width, 3) uint8: the front camera (the rig's first) of ``scene``, the road map,
+    boxes, light states and layout of the example."""
+    road_map, boxes, light_state, layout = scene
     rig = CameraRig(**EXAMPLE_SCENE.get("rig", {}))
     rig.set_resolution(width, height)
     renderer = Renderer([road_map], layout, rig, device="cpu", **options)
@@ -38,11 +38,13 @@ def front_view(width: int, height: int, options: dict) -> np.ndarray:
 
 
 def main() -> None:
+    road_map, boxes, light_state, _ = scene_from_json(EXAMPLE_SCENE)
+    scene = (road_map, boxes, light_state, WorldLayout.uniform([0], len(boxes), [len(light_state)]))
     full_w, full_h = RESOLUTIONS[-1]
     out = np.full((len(ROWS) * (full_h + GAP) - GAP, len(RESOLUTIONS) * (full_w + GAP) - GAP, 3), 255, np.uint8)
     for r, options in enumerate(ROWS):
         for c, (w, h) in enumerate(RESOLUTIONS):
-            view = front_view(w, h, options)
+            view = front_view(scene, w, h, options)
             tile = np.repeat(np.repeat(view, full_h // h, 0), full_w // w, 1)
             y, x = r * (full_h + GAP), c * (full_w + GAP)
             out[y : y + full_h, x : x + full_w] = tile
