@@ -1,13 +1,14 @@
 """Antialiased box edges against the exact polygon-pixel area (NumPy clipping), issue 5.
 
 Issue 5 asks for each edge pixel's coverage within 0.02 of the area of the projected silhouette
-inside it. The default mode (`coverage="exact"`) meets that on the hand-picked poses, but not on
-every random one (`python -m tests.render.coverage_scan`: 2.7 % of edge pixels over 200 poses,
-most beside a face under 2 px wide on screen); two of those misses are strict xfails. The faster
-`coverage="ramp"` meets it for a box seen head-on, not for a box turned so that a face is seen
-at an angle (docs/renderer.md, Known limits): those cases are strict xfails, so they turn into
-failures the day the ramp becomes exact, and a second test guards the ramp's present error so
-that it cannot grow unnoticed.
+inside it. The coverage is read from two renders, over a black and a white background, so the
+faces' colours and depth shading do not enter it (`box_coverage_map`). The default mode
+(`coverage="exact"`) meets the target on the hand-picked poses, but not on every random one
+(`python -m tests.render.coverage_scan`), nor next to the horizon, which these tests leave out
+(`HORIZON_PX`); two random misses are strict xfails. The faster `coverage="ramp"` meets it for a
+box seen head-on, not for a box turned so that a face is seen at an angle (docs/renderer.md,
+Known limits): those cases are strict xfails, so they turn into failures the day the ramp becomes
+exact, and a second test guards the ramp's present error so that it cannot grow unnoticed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import pictura.render.rasterizer as rasterizer
 from pictura.maps.roadmap import AGENT_VEHICLE
 from pictura.render.palette import GROUND, SKY, to_uint8
 from tests.render.conftest import boxes, front_silhouette, polygon_pixel_area
@@ -27,43 +29,50 @@ TURNED = [  # a side face seen obliquely
     (10.0, -1.0, 0.0, -0.4, 4.0, 1.8, 1.4),
     (8.0, -2.0, 0.0, 2.0, 4.5, 2.0, 1.4),
 ]
-OBLIQUE = [  # boxes turned 57-74 degrees, for the exact mode only (the ramp is 0.05-0.33 off)
+OBLIQUE = [  # boxes turned 57-74 degrees, for the exact mode only (the ramp is 0.06-0.33 off)
     (12.0, 3.0, 0.0, 1.25, 4.5, 2.0, 1.4),
     (9.0, -3.0, 0.0, -1.3, 4.5, 2.0, 1.4),
     (7.0, 2.5, 0.0, 1.0, 4.5, 2.0, 1.4),
 ]
-SCAN_MISSES = [  # from `python -m tests.render.coverage_scan --poses 200 --seed 2`: the exact mode is 0.58-0.69 off
+SCAN_MISSES = [  # from `python -m tests.render.coverage_scan --poses 200 --seed 2`: the exact mode is 0.17-0.69 off
     (13.155, 4.632, 0.0, 1.731, 4.5, 2.0, 1.4),  # next to a face 0.19 px wide on screen
-    (17.611, -0.031, 0.0, 1.21, 4.5, 2.0, 1.4),  # on a face 2.2 px wide (0.14 off with one colour per box)
+    (17.611, -0.031, 0.0, 1.21, 4.5, 2.0, 1.4),  # on a face 2.2 px wide
 ]
+HORIZON_PX = 2.0  # a vehicle's roof, 0.1 m below the camera, is a sliver there (docs/renderer.md, Known limits)
 EXACT_WITHIN = 0.02  # issue 5 (8-bit colours add up to ~0.005 of their own)
-RAMP_WITHIN = 0.13  # main's in-plane ramp: 0.007 head-on, 0.058-0.123 on these turned poses
+RAMP_WITHIN = 0.14  # main's in-plane ramp: 0.006 head-on, 0.058-0.132 on these turned poses
 
 
-def edge_coverage_error_map(pose, **options) -> np.ndarray:
-    """(H, W): |coverage - exact area| of each silhouette pixel away from the hull's corners and
-    from the horizon, NaN elsewhere; ``options`` go to the `Renderer` (``coverage``,
-    ``supersample``). A pixel's colour is bg + c (face - bg), c its coverage; the face colour is
-    read two pixels inward (the same face when the pixel three inward matches it)."""
-    r = front_renderer(width=W, height=H, **options)
-    img = render_one(r, boxes(8, {0: EGO, 1: (*pose, AGENT_VEHICLE)}))[0].astype(np.float64)
-    cy = r.rig.principal[1]
+def box_coverage_map(pose, **options) -> np.ndarray:
+    """(H, W): the box's coverage of each pixel, read from two renders of it over a black and a
+    white background (`rasterizer.SKY`, `rasterizer.GROUND`): a pixel is (1 - c) bg + c face, so
+    c = 1 - (white - black) / 255, whatever the face's colour and depth shading. ``options`` go
+    to the `Renderer` (``coverage``, ``supersample``)."""
+    frames = []
+    for level in (0.0, 1.0):
+        saved = rasterizer.SKY, rasterizer.GROUND
+        rasterizer.SKY = rasterizer.GROUND = (level, level, level)  # read when a Renderer is built
+        try:
+            r = front_renderer(width=W, height=H, **options)
+        finally:
+            rasterizer.SKY, rasterizer.GROUND = saved
+        frames.append(render_one(r, boxes(8, {0: EGO, 1: (*pose, AGENT_VEHICLE)}))[0].astype(np.float64))
+    return 1.0 - (frames[1] - frames[0]).mean(-1) / 255.0
+
+
+def edge_coverage_error_map(pose, horizon_px: float = HORIZON_PX, **options) -> np.ndarray:
+    """(H, W): |coverage - exact area| of each silhouette pixel (NumPy clipping) at least 2 px
+    from the hull's corners and ``horizon_px`` from the horizon (0: none left out), NaN
+    elsewhere; the coverage from `box_coverage_map` (``options``: its)."""
+    r = front_renderer(width=W, height=H)
     hull = front_silhouette(r.rig.focal, r.rig.principal, pose)
+    cy = r.rig.principal[1]
     exact = np.array([[polygon_pixel_area(hull, x, y) for x in range(W)] for y in range(H)])
-    sky, ground = np.array(to_uint8(SKY), np.float64), np.array(to_uint8(GROUND), np.float64)
+    measured = box_coverage_map(pose, **options)
     errors = np.full((H, W), np.nan)
     for y, x in zip(*np.nonzero((exact > 0.0) & (exact < 1.0)), strict=True):
-        if np.hypot(hull[:, 0] - (x + 0.5), hull[:, 1] - (y + 0.5)).min() < 2.0 or abs(y + 0.5 - cy) < 2.0:
-            continue
-        for dy, dx in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-            y2, x2, y3, x3 = y + 2 * dy, x + 2 * dx, y + 3 * dy, x + 3 * dx
-            if not (0 <= min(y3, x3) and y3 < H and x3 < W):
-                continue
-            if exact[y + dy, x + dx] >= 1.0 and exact[y2, x2] >= 1.0 and np.abs(img[y2, x2] - img[y3, x3]).max() <= 2:
-                bg = sky if y + 0.5 < cy else ground
-                face = img[y2, x2] - bg
-                errors[y, x] = abs(float(np.dot(img[y, x] - bg, face) / np.dot(face, face)) - exact[y, x])
-                break
+        if np.hypot(hull[:, 0] - (x + 0.5), hull[:, 1] - (y + 0.5)).min() >= 2.0 and abs(y + 0.5 - cy) >= horizon_px:
+            errors[y, x] = abs(measured[y, x] - exact[y, x])
     return errors
 
 
@@ -107,6 +116,16 @@ def test_polygon_pixel_area_is_exact_on_hand_cases():
 def test_edge_pixel_coverage_is_the_exact_area(pose):
     assert front_renderer(width=W, height=H).coverage == "exact"  # the default mode is the one measured
     assert max(edge_coverage_errors(pose)) <= EXACT_WITHIN
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 5: along the horizon a vehicle's roof is a sliver under 2 px on screen, which keeps the ramp "
+    '(docs/renderer.md, "Random poses"; round 48, not merged, draws it exactly)',
+)
+@pytest.mark.parametrize("pose", [FACE_ON, TURNED[0]])
+def test_edge_pixel_coverage_along_the_horizon_is_the_exact_area(pose):
+    assert max(edge_coverage_errors(pose, horizon_px=0.0)) <= EXACT_WITHIN
 
 
 @pytest.mark.parametrize("pose", [FACE_ON, *TURNED])
