@@ -35,7 +35,7 @@ GATHER_BLOCK_DIM = kernels.block_dim("PICTURA_GATHER_BLOCK_DIM", 64)
 tuning). One thread per view runs a long serial gather, and a call has only ~80 K of them: in
 blocks of 256 an H200 holds two blocks per SM (94 registers), so 320 blocks make an uneven
 second wave; blocks of 64 fit ten per SM and all run at once."""
-WIDE_VIEW_PIXELS = {"ramp": 10_000, "exact": 0}
+WIDE_VIEW_PIXELS = {"ramp": 10_000, "exact": 0, "silhouette": 0}
 """Per coverage mode: views of at least this many pixels are drawn by `kernels.raster_views_wide`
 (spills in shared memory) with `RASTER_WIDE_BANDS_PER_THREAD`, smaller ones by
 `kernels.raster_views` with `RASTER_BANDS_PER_THREAD`. Measured on an H200, pinned scene: the
@@ -94,10 +94,12 @@ class Renderer:
         antialias: analytic-coverage antialiasing; False gives hard 1-sample edges.
         coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`): "exact"
             (the default, `kernels.DEFAULT_COVERAGE`), the box filter of the silhouette's exact
-            screen lines (within ~0.016 away from its corners on the test poses, not always
-            beside faces under ~2 px wide); "ramp", a ramp over the pixel's footprint in each
-            face's plane, exact head-on but up to ~0.33 off for faces seen at an angle, about
-            11 % faster at 96x54 on an H200 (docs/renderer.md, "Coverage modes").
+            screen lines (within ~0.003 away from its corners on the test poses, not beside
+            faces under ~2 px wide nor on roofs along the horizon); "silhouette", the box filter
+            of every silhouette edge, within 0.02 there too, about 17 % slower; "ramp", a ramp
+            over the pixel's footprint in each face's plane, exact head-on but up to ~0.33 off
+            for faces seen at an angle, about 11 % faster than "exact" at 96x54 on an H200
+            (docs/renderer.md, "Coverage modes").
         cell_size: culling grid cell edge (m).
     """
 

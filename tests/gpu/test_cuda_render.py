@@ -72,3 +72,21 @@ def test_cuda_ranking_is_the_stable_sort(capacity, far):
     from tests.render.test_cull_paths import check_ranking_ties
 
     check_ranking_ties(capacity, far, "cuda")
+
+
+def test_cuda_silhouette_coverage_is_deterministic_and_its_bins_drop_nothing():
+    # The third coverage mode's own kernels on CUDA: two renders give the same bytes, and so do
+    # tight bins (mode 2) and every entry in every tile (mode 0).
+    road_map = load_road_map("procedural:seed=0")
+    layout = WorldLayout.uniform([0], 24, [len(road_map.light_position)])
+    boxes = spawn_snapshot(road_map, 24, 24, seed=3)[None]
+    lights = np.zeros((1, layout.light_count), np.int32)
+    requests = np.stack([np.zeros(24, np.int32), np.arange(24, dtype=np.int32)], 1)
+    images = []
+    for bin_mode in (2, 2, 0):
+        r = Renderer([road_map], layout, CameraRig(width=96, height=54), device="cuda", coverage="silhouette")
+        r._bin_mode = bin_mode
+        images.append(r.render_numpy(boxes, lights, requests))
+    assert images[0].any()
+    assert np.array_equal(images[1], images[0])
+    assert np.array_equal(images[2], images[0])

@@ -30,12 +30,13 @@ from tests.render.test_coverage import EXACT_WITHIN, HORIZON_PX, H, W, edge_cove
 
 MODES = {
     "exact": {"coverage": "exact"},
+    "silhouette": {"coverage": "silhouette"},
     "ramp": {"coverage": "ramp"},
     "supersample2": {"supersample": 2, "antialias": False},
 }
 """The modes measured: `Renderer` options. ``supersample2`` is plain 2x2 supersampling, the
 paper's like-for-like antialiasing baseline (its coverage comes in steps of 1/4)."""
-LABELS = {"exact": "exact (the default)", "ramp": "ramp", "supersample2": "2x2 supersampling (the paper's baseline)"}
+LABELS = {"exact": "exact (the default)", "silhouette": "silhouette", "ramp": "ramp", "supersample2": "2x2 supersampling (the paper's baseline)"}
 """`plot_errors`' legend names of the `MODES`."""
 
 

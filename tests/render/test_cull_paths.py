@@ -181,7 +181,8 @@ def test_split_launches_do_not_change_the_image(town, width, height):
 
 
 @pytest.mark.parametrize(
-    ("width", "height", "kw"), [(37, 21, {}), (104, 100, {}), (37, 21, {"supersample": 2}), (37, 21, {"coverage": "exact"})]
+    ("width", "height", "kw"),
+    [(37, 21, {}), (104, 100, {}), (37, 21, {"supersample": 2}), (37, 21, {"coverage": "silhouette"})],
 )
 def test_raster_thread_shape_does_not_change_the_image(town, width, height, kw, monkeypatch):
     # One band per thread is the reference; a ragged group (3 bands), the default group, and the
@@ -191,7 +192,7 @@ def test_raster_thread_shape_does_not_change_the_image(town, width, height, kw, 
     _, _, boxes, lights, requests = town
     images = []
     for wide_pixels, bands in ((10**9, 1), (10**9, 3), (10**9, 16), (1, 32)):
-        monkeypatch.setattr(rasterizer, "WIDE_VIEW_PIXELS", dict.fromkeys(("ramp", "exact"), wide_pixels))
+        monkeypatch.setattr(rasterizer, "WIDE_VIEW_PIXELS", dict.fromkeys(rasterizer.WIDE_VIEW_PIXELS, wide_pixels))
         monkeypatch.setattr(rasterizer, "RASTER_BANDS_PER_THREAD", bands)
         monkeypatch.setattr(rasterizer, "RASTER_WIDE_BANDS_PER_THREAD", bands)
         images.append(make(town, width=width, height=height, **kw).render_numpy(boxes, lights, requests))
@@ -203,7 +204,8 @@ def test_raster_thread_shape_does_not_change_the_image(town, width, height, kw, 
     ("width", "height", "kw"),
     [
         (96, 54, {}), (37, 21, {}), (40, 20, {"supersample": 2}), (40, 20, {"antialias": False}),
-        (96, 54, {"coverage": "exact"}), (37, 21, {"coverage": "exact", "supersample": 2}),
+        (37, 21, {"coverage": "exact", "supersample": 2}), (96, 54, {"coverage": "silhouette"}),
+        (40, 20, {"coverage": "silhouette", "supersample": 2}),
     ],  # fmt: skip
 )
 def test_tight_tile_bins_drop_nothing_that_is_drawn(town, width, height, kw):
