@@ -1884,6 +1884,13 @@ def bin_entry(  # noqa: F811
 
 
 @wp.func
+def face_excess(ob: float, db: float, eb: float, oc: float, dc: float, ec: float, t: float) -> float:
+    """How far (m, negative inside) the ray's hit at depth t lies outside the cuboid face whose
+    in-plane axes are b and c: the larger of its excesses over the two half-extents."""
+    return wp.max(wp.abs(ob + t * db) - eb, wp.abs(oc + t * dc) - ec)
+
+
+@wp.func
 def box_face(
     oa: float, da: float, ea: float, ob: float, db: float, eb: float, oc: float, dc: float, ec: float,
     pix: float, near: float, far: float, antialias: int,
@@ -1895,8 +1902,7 @@ def box_face(
     if wp.abs(oa) > ea and da * side < 0.0:
         t = (side * ea - oa) / da
         if t >= near and t <= far:
-            sd = wp.max(wp.abs(ob + t * db) - eb, wp.abs(oc + t * dc) - ec)
-            return wp.vec2(t, coverage(sd, t * pix, antialias))
+            return wp.vec2(t, coverage(face_excess(ob, db, eb, oc, dc, ec, t), t * pix, antialias))
     return wp.vec2(0.0)
 
 
@@ -1955,7 +1961,7 @@ def face_weight(  # noqa: F811
     f = box_face(oa, da, ea, ob, db, eb, oc, dc, ec, pix, near, far, antialias)
     t = f[0]
     if f[1] <= 0.0 and t > 0.0 and antialias == 1:
-        sd = wp.max(wp.abs(ob + t * db) - eb, wp.abs(oc + t * dc) - ec)
+        sd = face_excess(ob, db, eb, oc, dc, ec, t)
         if sd * wp.abs(da) < _REACH * t * pix and thick_face(da, db, eb, dc, ec, t, pix):
             return wp.vec2(t, _PRESENT)
     return f
@@ -1974,7 +1980,7 @@ def face_weight(  # noqa: F811
     f = box_face(oa, da, ea, ob, db, eb, oc, dc, ec, pix, near, far, antialias)
     t = f[0]
     if t > 0.0 and antialias == 1:
-        sd = wp.max(wp.abs(ob + t * db) - eb, wp.abs(oc + t * dc) - ec) * wp.abs(da)
+        sd = face_excess(ob, db, eb, oc, dc, ec, t) * wp.abs(da)
         reach = _REACH * t * pix
         if f[1] <= 0.0:
             if sd < reach:
@@ -2155,7 +2161,7 @@ def support_line(
 
 @wp.func
 def line_value(line: wp.vec3, x: float, y: float) -> float:
-    """An `support_line`'s value at (x, y) px from the pixel centre."""
+    """A `support_line`'s value at (x, y) px from the pixel centre."""
     return line[0] + x * line[1] + y * line[2]
 
 

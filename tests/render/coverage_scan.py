@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.render.test_coverage import EXACT_WITHIN, HORIZON_PX, H, W, edge_coverage_error_map, front_renderer
+from tests.render.test_coverage import EXACT_WITHIN, edge_coverage_error_map, near_horizon
 
 MODES = {
     "exact": {"coverage": "exact"},
@@ -89,9 +89,9 @@ def main(argv: list[str] | None = None) -> None:
     with_horizon: dict[str, list[float]] = {m: [] for m in MODES}
     poses_off = dict.fromkeys(MODES, 0)
     measured = 0
+    horizon = near_horizon()
     for pose in random_poses(args.poses, args.seed):
         full = {m: edge_coverage_error_map(pose, horizon_px=0.0, **options) for m, options in MODES.items()}
-        horizon = np.abs(np.arange(H)[:, None] + 0.5 - front_renderer(width=W, height=H).rig.principal[1]) < HORIZON_PX
         maps = {m: np.where(horizon, np.nan, error_map) for m, error_map in full.items()}
         if (~np.isnan(maps["exact"])).sum() < 5:
             continue  # too few edge pixels (a box mostly out of view)

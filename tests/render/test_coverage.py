@@ -66,18 +66,25 @@ def box_coverage_map(pose, **options) -> np.ndarray:
     return 1.0 - (frames[1] - frames[0]).mean(-1) / 255.0
 
 
+def near_horizon(horizon_px: float = HORIZON_PX) -> np.ndarray:
+    """(H, 1): whether each pixel row's centre lies within ``horizon_px`` of the front camera's
+    horizon (its principal point's row)."""
+    cy = front_renderer(width=W, height=H).rig.principal[1]
+    return np.abs(np.arange(H)[:, None] + 0.5 - cy) < horizon_px
+
+
 def edge_coverage_error_map(pose, horizon_px: float = HORIZON_PX, **options) -> np.ndarray:
     """(H, W): |coverage - exact area| of each silhouette pixel (NumPy clipping) at least 2 px
     from the hull's corners and ``horizon_px`` from the horizon (0: none left out), NaN
     elsewhere; the coverage from `box_coverage_map` (``options``: its)."""
     r = front_renderer(width=W, height=H)
     hull = front_silhouette(r.rig.focal, r.rig.principal, pose)
-    cy = r.rig.principal[1]
     exact = np.array([[polygon_pixel_area(hull, x, y) for x in range(W)] for y in range(H)])
     measured = box_coverage_map(pose, **options)
+    horizon = near_horizon(horizon_px)
     errors = np.full((H, W), np.nan)
-    for y, x in zip(*np.nonzero((exact > 0.0) & (exact < 1.0)), strict=True):
-        if np.hypot(hull[:, 0] - (x + 0.5), hull[:, 1] - (y + 0.5)).min() >= 2.0 and abs(y + 0.5 - cy) >= horizon_px:
+    for y, x in zip(*np.nonzero((exact > 0.0) & (exact < 1.0) & ~horizon), strict=True):
+        if np.hypot(hull[:, 0] - (x + 0.5), hull[:, 1] - (y + 0.5)).min() >= 2.0:
             errors[y, x] = abs(measured[y, x] - exact[y, x])
     return errors
 
