@@ -108,3 +108,17 @@ p[2] = rgb.c[2];
 def store_rgb(a: wp.array2d(dtype=wp.vec3ub), i: int, j: int, rgb: wp.vec3ub):
     """``a[i, j] = rgb`` (i, j >= 0)."""
     ...
+
+
+@wp.func_native(load_snippet("reinterpret_cast<const float*>(ptr) + 4 * (size_t)i", "vec4"))
+def load_vec4_at(ptr: wp.uint64, i: int) -> wp.vec4:
+    """Element ``i`` (>= 0) of the contiguous vec4 array whose data starts at ``ptr``
+    (`wp.array.ptr`), one vector load: a kernel argument of 8 bytes where an array in a struct
+    (Warp's descriptor with its shape and strides) took ~90 bytes of the raster's stack."""
+    ...
+
+
+@wp.func_native(store_snippet("reinterpret_cast<float*>(ptr) + 4 * (size_t)i", "value", "vec4"))
+def store_vec4_at(ptr: wp.uint64, i: int, value: wp.vec4):
+    """Element ``i`` (>= 0) of the contiguous vec4 array at ``ptr`` = ``value`` (`load_vec4_at`)."""
+    ...

@@ -58,9 +58,11 @@ from pictura.render.array_io import (
     load_u32,
     load_vec3,
     load_vec4,
+    load_vec4_at,
     load_vec4i,
     store_rgb,
     store_snippet,
+    store_vec4_at,
 )
 from pictura.render.palette import (
     LIGHT_CUTOFF_DEG,
@@ -215,13 +217,14 @@ class ExactCoverage:
 @wp.struct
 class SilhouetteCoverage:
     """Box edges from the box's silhouette edges themselves (`Renderer(coverage="silhouette")`,
-    round 48): every screen line of an edge between a camera-facing and a hidden face, so the
-    pixel's box-filter coverage is exact wherever at most two of them cut it, slivers and roofs
-    at the horizon included (within 0.02 on all but 0.03 % of edge pixels on random poses);
-    about 17 % slower than `ExactCoverage` at 96x54 on an H200 (1.66-1.69 M agent-steps/s;
-    docs/renderer.md, "Coverage modes")."""
+    rounds 48 and 51): every screen line of an edge between a camera-facing and a hidden face,
+    so the pixel's box-filter coverage is exact wherever at most two of them cut it, slivers
+    and roofs at the horizon included (within 0.02 on all but 0.03 % of edge pixels on random
+    poses; docs/renderer.md, "Coverage modes"). `entry_setup` writes each cuboid entry's
+    `BOX_LINES` lines into ``lines`` (`store_box_lines`), and the raster reads them
+    (`stored_lines_coverage`)."""
 
-    unused: int
+    lines: wp.uint64  # data of a vec4 array: `BOX_LINES` per list entry, from BOX_LINES * (record index)
 
 
 @wp.struct
@@ -1371,7 +1374,8 @@ def box_image_axes(r0: wp.vec4, r1: wp.vec4, basis: wp.mat33, mode: ExactCoverag
 
 @wp.func
 def box_image_axes(r0: wp.vec4, r1: wp.vec4, basis: wp.mat33, mode: SilhouetteCoverage) -> vec5:  # noqa: F811
-    """`SilhouetteCoverage`: as `ExactCoverage`, for `support_line`'s screen gradients."""
+    """`SilhouetteCoverage`: as `ExactCoverage`, for the stored lines' screen gradients
+    (`store_box_lines`)."""
     return box_image_axes(r0, r1, basis, ExactCoverage())
 
 
@@ -1540,6 +1544,7 @@ def entry_setup(
         r2[1] = axes[0]
         r2[2] = axes[1]
         r3 = wp.vec3(axes[2], axes[3], axes[4])
+        store_box_lines(mode, v * cap + k, r0, r1, axes)
     store_record(rec_out, v, k, r0, r1, r2, list_bound[v, k], r3)
     if bin == 0:
         return
@@ -1991,17 +1996,16 @@ def face_weight(  # noqa: F811
 
 
 @wp.func
-def half_plane_coverage(s: float, gu: float, gv: float) -> float:
+def half_plane_area(s: float, a: float, b: float) -> float:
     """Exact fraction of a unit pixel (a box filter) inside the half-plane ``y <= 0`` of a
-    quantity ``y`` that is ``s`` at the pixel centre and changes by (``gu``, ``gv``) per pixel
-    across and down the image.
+    quantity ``y`` that is ``s`` at the pixel centre and whose change per pixel across and down
+    the image has the magnitudes ``a`` >= ``b`` >= 0 (in either order: the area does not
+    depend on which, nor on their signs).
 
-    With A >= B the two components' magnitudes, the pixel spans ``y`` in [s - h, s + h], h =
-    (A + B) / 2: the straight part of the coverage curve, |s| <= (A - B) / 2, is 1/2 - s / A,
-    and each end is a triangle of area (h - |s|)^2 / (2 A B). No square root: the distances
-    stay in y's own units, and B = 0 never reaches the triangles."""
-    a = wp.max(wp.abs(gu), wp.abs(gv))
-    b = wp.min(wp.abs(gu), wp.abs(gv))
+    The pixel spans ``y`` in [s - h, s + h], h = (a + b) / 2: the straight part of the
+    coverage curve, |s| <= (a - b) / 2, is 1/2 - s / a, and each end is a triangle of area
+    (h - |s|)^2 / (2 a b). No square root: the distances stay in y's own units, and b = 0
+    never reaches the triangles."""
     h = 0.5 * (a + b)
     if s >= h:
         return 0.0
@@ -2014,6 +2018,13 @@ def half_plane_coverage(s: float, gu: float, gv: float) -> float:
     if s > 0.0:
         return tri
     return 1.0 - tri
+
+
+@wp.func
+def half_plane_coverage(s: float, gu: float, gv: float) -> float:
+    """`half_plane_area` of a quantity that is ``s`` at the pixel centre and changes by (``gu``,
+    ``gv``) per pixel across and down the image."""
+    return half_plane_area(s, wp.max(wp.abs(gu), wp.abs(gv)), wp.min(wp.abs(gu), wp.abs(gv)))
 
 
 @wp.func
@@ -2136,38 +2147,15 @@ def silhouette_edge_sides(first: int, oa: float, ea: float, ob: float, eb: float
 
 
 @wp.func
-def support_line(
-    sides: wp.vec2, oa: float, ea: float, da: float, ua: float, wa: float,
-    ob: float, eb: float, db: float, ub: float, wb: float, cos_pix: float,
-) -> wp.vec3:  # fmt: skip
-    """The screen line of the box edge along axis c through p = (sides[0] e_a, sides[1] e_b)
-    (`silhouette_edge_sides`): its value at the pixel centre, negative on the box's side, and
-    its change per pixel across and down the image; (-1, 0, 0), inside everywhere, for no edge
-    (o: the camera in the box frame, e: half-extents, d: the unit ray, (u, w): the image's
-    across and down axes).
-
-    The plane through the camera and the edge holds the rays r with L = ((p - o) x c) . r =
-    (p_b - o_b) r_a - (p_a - o_a) r_b = 0: affine in the pixel for the unnormalised ray r,
-    whose change per pixel is (u, w). At the centre r / |r| = d, and 1 / |r| = ``cos_pix``
-    scales the gradient to match. A silhouette edge's plane supports the box, which lies on
-    the side of it that the direction to the box's centre, -o, takes."""
-    if sides[0] == 0.0:
-        return wp.vec3(-1.0, 0.0, 0.0)
-    p = sides[1] * eb - ob
-    q = sides[0] * ea - oa
-    k = wp.where(sides[0] * ea * ob - sides[1] * eb * oa > 0.0, -1.0, 1.0)
-    return k * wp.vec3(p * da - q * db, cos_pix * (p * ua - q * ub), cos_pix * (p * wa - q * wb))
-
-
-@wp.func
 def line_value(line: wp.vec3, x: float, y: float) -> float:
-    """A `support_line`'s value at (x, y) px from the pixel centre."""
+    """A line's (value at the pixel centre, change per pixel across, down: `stored_line`) value
+    at (x, y) px from the pixel centre."""
     return line[0] + x * line[1] + y * line[2]
 
 
 @wp.func
 def two_lines_coverage(c1: float, c2: float, l1: wp.vec3, l2: wp.vec3) -> float:
-    """Box-filter coverage of the pixel by the insides of two `support_line` s that both cut it
+    """Box-filter coverage of the pixel by the insides of two `stored_line` s that both cut it
     (``c1``, ``c2`` their own coverages). Lines that cross inside the pixel meet at one of the
     silhouette's corners: the product. Lines that do not cut the pixel in three: the insides
     overlap in the middle (the coverages less 1), or one outside holds the other (the smaller
@@ -2193,48 +2181,145 @@ def two_lines_coverage(c1: float, c2: float, l1: wp.vec3, l2: wp.vec3) -> float:
     return wp.max(c1 + c2 - 1.0, 0.0)
 
 
+BOX_LINES = 6
+"""Lines `SilhouetteCoverage` stores per cuboid entry: two along each axis (`silhouette_normal`)."""
+_BOX_LINES = wp.constant(BOX_LINES)
+
+
 @wp.func
-def silhouette_line(k: int, o: wp.vec3, e: wp.vec3, d: wp.vec3, u: wp.vec3, w: wp.vec3, cos_pix: float) -> wp.vec3:
-    """`support_line` of the box's silhouette edge ``k`` (0-5): edges along z (axes a, b = x,
-    y) for k = 0, 1, along y (x, z) for 2, 3, along x (y, z) for 4, 5; ``k`` % 2 picks one of
-    the pair (`silhouette_edge_sides`). Selects rather than indexing: ``k`` may be a runtime
-    value (`support_lines_coverage`)."""
+def silhouette_normal(k: int, o: wp.vec3, e: wp.vec3) -> wp.vec3:
+    """Normal (box frame) of the plane through the camera and the box's silhouette edge ``k``
+    (0-5: along z for k = 0, 1 (axes a, b = x, y), along y for 2, 3 (x, z), along x for 4, 5
+    (y, z); ``k`` % 2 picks one of the pair, `silhouette_edge_sides`), oriented so that the
+    box lies on its negative side; 0 where there is no such edge. o: the camera in the box
+    frame, e: the half-extents.
+
+    The plane through the camera and the edge along c through p = (s_a e_a, s_b e_b) holds the
+    rays r with ((p - o) x c) . r = (p_b - o_b) r_a - (p_a - o_a) r_b = 0. A silhouette edge's
+    plane supports the box, which lies on the side of it that the direction to the box's
+    centre, -o, takes."""
     on_x = k < 4  # axis a: x, else y
     b_y = k < 2  # axis b: y, else z
     oa = wp.where(on_x, o[0], o[1])
     ea = wp.where(on_x, e[0], e[1])
     ob = wp.where(b_y, o[1], o[2])
     eb = wp.where(b_y, e[1], e[2])
-    return support_line(
-        silhouette_edge_sides(k % 2, oa, ea, ob, eb),
-        oa, ea, wp.where(on_x, d[0], d[1]), wp.where(on_x, u[0], u[1]), wp.where(on_x, w[0], w[1]),
-        ob, eb, wp.where(b_y, d[1], d[2]), wp.where(b_y, u[1], u[2]), wp.where(b_y, w[1], w[2]),
-        cos_pix,
-    )  # fmt: skip
+    sides = silhouette_edge_sides(k % 2, oa, ea, ob, eb)
+    if sides[0] == 0.0:
+        return wp.vec3(0.0)
+    s = wp.where(sides[0] * ea * ob - sides[1] * eb * oa > 0.0, -1.0, 1.0)
+    na = s * (sides[1] * eb - ob)
+    nb = -s * (sides[0] * ea - oa)
+    return wp.vec3(wp.where(on_x, na, 0.0), wp.where(on_x, wp.where(b_y, nb, 0.0), na), wp.where(b_y, 0.0, nb))
 
 
 @wp.func
-def support_lines_coverage(o: wp.vec3, e: wp.vec3, d: wp.vec3, u: wp.vec3, w: wp.vec3, cos_pix: float) -> float:
-    """Box-filter coverage of the pixel by the box's silhouette, from the screen lines of its
-    silhouette edges (`silhouette_line`: four or six, two along each axis that some face's edge
-    is): exact where at most two of them cut the pixel, away from the silhouette's corners
-    (issue 5). o: the camera in the box frame, e: half-extents, d: the unit ray, (u, w): the
-    image's across and down axes, ``cos_pix`` = 1 / |r| of the unnormalised ray.
+def store_box_lines(mode: RampCoverage, j: int, r0: wp.vec4, r1: wp.vec4, axes: vec5):
+    """`RampCoverage`: no lines."""
+    pass
 
-    A pixel wholly outside one line is off the box; one line that cuts it gives its half-plane
-    (`half_plane_coverage`); two give `two_lines_coverage`, whose lines are computed again
-    rather than held through the loop (registers); more (a corner) the product. No face is
-    needed: the lines are the silhouette's own, so a sliver's far edge, a side seen nearly
-    edge-on and a roof seen from just above come out as exact as a face seen head-on (round 48)."""
+
+# Overloads: Warp picks a function by its argument types (here `mode`).
+@wp.func
+def store_box_lines(mode: ExactCoverage, j: int, r0: wp.vec4, r1: wp.vec4, axes: vec5):  # noqa: F811
+    """`ExactCoverage`: no lines (its two come from the ray's face, `silhouette_coverage`)."""
+    pass
+
+
+@wp.func
+def store_box_lines(mode: SilhouetteCoverage, j: int, r0: wp.vec4, r1: wp.vec4, axes: vec5):  # noqa: F811
+    """`SilhouetteCoverage`: the `BOX_LINES` silhouette planes (`silhouette_normal`) of the
+    cuboid entry whose record is r0, r1 (camera and half-extents in the box frame) and whose
+    image axes are ``axes`` (`box_image_axes`), from vec4 BOX_LINES j at ``mode.lines``.
+
+    A normal n gives the unnormalised pixel ray r the line L = n . r, whose change per pixel
+    across and down the image is (n . u, n . w), the same for every pixel of the view: each n
+    is scaled so that the larger of |n . u|, |n . w| is 1 and stored with the smaller (the
+    vec4's w), all that the area of a half-plane needs (`half_plane_area`), so the raster
+    needs the image's axes only where two lines cut one pixel. A missing edge gets -(u x w),
+    the camera's forward axis: far inside every pixel in front of the camera."""
+    o = wp.vec3(r0[0], r0[1], r0[2])
+    e = wp.vec3(r1[0], r1[1], r1[2])
+    u = wp.vec3(axes[0], axes[1], 0.0)
+    w = wp.vec3(axes[2], axes[3], axes[4])
+    for k in range(_BOX_LINES):
+        n = silhouette_normal(k, o, e)
+        gu = wp.abs(wp.dot(n, u))
+        gv = wp.abs(wp.dot(n, w))
+        big = wp.max(gu, gv)
+        ratio = float(0.0)
+        if big > 0.0:
+            inv = 1.0 / big
+            n = n * inv
+            ratio = wp.min(gu, gv) * inv
+        else:
+            n = -wp.cross(u, w)
+        store_vec4_at(mode.lines, _BOX_LINES * j + k, wp.vec4(n[0], n[1], n[2], ratio))
+
+
+@wp.func
+def stored_line_value(n: wp.vec4, d: wp.vec3, inv_cos: float) -> float:
+    """A stored line's (`store_box_lines`) value at the pixel centre, in pixels, negative on the
+    box's side: L(r) = |r| n . d for the ray d (box frame, unit), ``inv_cos`` = |r| of the
+    unnormalised ray r."""
+    return (n[0] * d[0] + n[1] * d[1] + n[2] * d[2]) * inv_cos
+
+
+@wp.func
+def stored_line(n: wp.vec4, d: wp.vec3, u: wp.vec3, w: wp.vec3, inv_cos: float) -> wp.vec3:
+    """A stored line at the ray d: its `stored_line_value` and its change per pixel across and
+    down the image, the image's axes u, w in the box frame."""
+    return wp.vec3(
+        stored_line_value(n, d, inv_cos), n[0] * u[0] + n[1] * u[1], n[0] * w[0] + n[1] * w[1] + n[2] * w[2]
+    )
+
+
+@wp.func
+def stored_lines_coverage(
+    lines: wp.uint64, base: int, rec: wp.array(dtype=EntryRecord), i: int, d: wp.vec3, inv_cos: float
+) -> float:
+    """Box-filter coverage of the pixel by the box's silhouette, from its stored lines
+    (`store_box_lines`, from vec4 ``base`` at ``lines``): exact where at most two of them cut
+    the pixel, away from the silhouette's corners (issue 5). d: the unit ray in the box frame,
+    ``inv_cos`` = |r| of the unnormalised ray r (`stored_line_value`).
+
+    The pixel spans a line's value +- (1 + b) / 2 (b: the line's smaller gradient component,
+    its larger being 1), so a first pass tells per line, with a multiply-add per axis, whether
+    the pixel lies wholly outside it (off the box: 0), wholly inside, or across it. A second
+    pass takes the lines across it, one or two and three at a corner: one gives its half-plane
+    (`half_plane_area`, without the image's axes), two `two_lines_coverage`, more the product.
+    `two_lines_coverage` needs the lines' gradients with their signs: the image's axes are
+    loaded then (words 2 and 3 of record ``i`` of ``rec``) and the two lines again, rather
+    than held through the loop (registers).
+
+    No face is needed: the lines are the silhouette's own, so a sliver's far edge, a side seen
+    nearly edge-on and a roof seen from just above come out as exact as a face seen head-on
+    (round 48). The lines are made once per entry, not per pixel; the loops are not unrolled
+    (unrolled, the compiler hoisted the loads and the raster spilled); and the area of a line
+    across the pixel waits for the second pass, where a warp runs it once per line that cuts
+    some lane's pixel instead of once per line that any lane is near (rounds 51 and 52)."""
+    cut = int(0)
+    k = int(0)
+    while k < _BOX_LINES:
+        n = load_vec4_at(lines, base + k)
+        sd = stored_line_value(n, d, inv_cos)
+        if sd >= 0.5 + 0.5 * n[3]:
+            return 0.0
+        if sd > -0.5 - 0.5 * n[3]:
+            cut = cut | (1 << k)
+        k += 1
     cov = float(1.0)
     cuts = int(0)
     k1 = int(0)
     k2 = int(0)
     c1 = float(1.0)
     c2 = float(1.0)
-    for k in range(6):
-        line = silhouette_line(k, o, e, d, u, w, cos_pix)
-        c = half_plane_coverage(line[0], line[1], line[2])
+    while cut != 0:
+        low = cut & (-cut)
+        cut = cut ^ low
+        k = wp.bit_count(wp.uint32(low - 1))
+        n = load_vec4_at(lines, base + k)
+        c = half_plane_area(stored_line_value(n, d, inv_cos), 1.0, n[3])
         if c <= 0.0:
             return 0.0
         if c < 1.0:
@@ -2247,9 +2332,14 @@ def support_lines_coverage(o: wp.vec3, e: wp.vec3, d: wp.vec3, u: wp.vec3, w: wp
                 k2 = k
                 c2 = c
     if cuts == 2:
+        r2 = record_word(rec, i, 2)
+        r3 = record_word(rec, i, 3)
+        u = wp.vec3(r2[1], r2[2], 0.0)
+        w = wp.vec3(r3[1], r3[2], r3[3])
         return two_lines_coverage(
-            c1, c2, silhouette_line(k1, o, e, d, u, w, cos_pix), silhouette_line(k2, o, e, d, u, w, cos_pix)
-        )
+            c1, c2, stored_line(load_vec4_at(lines, base + k1), d, u, w, inv_cos),
+            stored_line(load_vec4_at(lines, base + k2), d, u, w, inv_cos),
+        )  # fmt: skip
     return cov
 
 
@@ -2258,19 +2348,16 @@ def box_alpha(  # noqa: F811
     r0: wp.vec4, r1: wp.vec4, rec: wp.array(dtype=EntryRecord), i: int, d: wp.vec3, dx: float, dy: float,
     best: int, best_t: float, cov_sum: float, pix: float, antialias: int, mode: SilhouetteCoverage,
 ) -> float:  # fmt: skip
-    """`SilhouetteCoverage`: the box's coverage is its silhouette edges' (`support_lines_coverage`),
-    with the image's axes from words 2 and 3 of record ``i`` of ``rec`` (`entry_setup`), 1 where
-    a face holds the whole pixel (`_INSIDE`); ``best`` and ``best_t`` are not needed."""
+    """`SilhouetteCoverage`: the box's coverage is its silhouette's (`stored_lines_coverage`,
+    the lines of record ``i``), 1 where a face holds the whole pixel (`_INSIDE`); ``best`` and
+    ``best_t`` are not needed. |r| = 1 / `ray_cos_pix` needs the image's axes of words 2 and 3
+    of record ``i`` of ``rec`` (`entry_setup`)."""
     if antialias == 0 or cov_sum >= _INSIDE:
         return wp.min(cov_sum, 1.0)
     r2 = record_word(rec, i, 2)
     r3 = record_word(rec, i, 3)
-    u0 = r2[1]
-    u1 = r2[2]
-    return support_lines_coverage(
-        wp.vec3(r0[0], r0[1], r0[2]), wp.vec3(r1[0], r1[1], r1[2]), wp.vec3(dx, dy, d[2]),
-        wp.vec3(u0, u1, 0.0), wp.vec3(r3[1], r3[2], r3[3]), ray_cos_pix(d, dx, dy, u0, u1, r3, pix),
-    )  # fmt: skip
+    inv_cos = 1.0 / ray_cos_pix(d, dx, dy, r2[1], r2[2], r3, pix)
+    return stored_lines_coverage(mode.lines, _BOX_LINES * i, rec, i, wp.vec3(dx, dy, d[2]), inv_cos)
 
 
 @wp.func
@@ -3046,6 +3133,18 @@ def raster_views_ss(
 
 COVERAGE_MODES = {"ramp": RampCoverage, "exact": ExactCoverage, "silhouette": SilhouetteCoverage}
 """`Renderer(coverage=...)`: how box edges are antialiased (the three structs' docstrings)."""
+STORED_LINES = {"ramp": 0, "exact": 0, "silhouette": BOX_LINES}
+"""Per coverage mode: the lines it stores per list entry (`store_box_lines`)."""
+
+
+def coverage_mode(name: str, lines: wp.array | None = None):
+    """The `COVERAGE_MODES` struct ``name`` for a launch, holding ``lines`` (`STORED_LINES` per
+    list entry of the launch's records, flattened) where the mode stores lines."""
+    mode = COVERAGE_MODES[name]()
+    if STORED_LINES[name]:
+        mode.lines = lines.ptr
+    return mode
+
 DEFAULT_COVERAGE = "exact"
 """The coverage mode of `Renderer`, the env (``render_coverage``), the debug tool and the
 benchmarks unless told otherwise: the one that meets both issue 5's coverage (within 0.02 on

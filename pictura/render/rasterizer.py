@@ -96,7 +96,7 @@ class Renderer:
             (the default, `kernels.DEFAULT_COVERAGE`), the box filter of the silhouette's exact
             screen lines (within ~0.003 away from its corners on the test poses, not beside
             faces under ~2 px wide nor on roofs along the horizon); "silhouette", the box filter
-            of every silhouette edge, within 0.02 there too, about 17 % slower; "ramp", a ramp
+            of every silhouette edge, within 0.02 there too, about 7 % slower; "ramp", a ramp
             over the pixel's footprint in each face's plane, exact head-on but up to ~0.33 off
             for faces seen at an angle, about 11 % faster than "exact" at 96x54 on an H200
             (docs/renderer.md, "Coverage modes").
@@ -207,7 +207,7 @@ class Renderer:
         """Per-view buffers of a chunk (independent of resolution): attribute -> (shape of one
         view's part, dtype). One table for `_scratch` and `scratch_bytes_per_view`."""
         k = self.list_capacity
-        return {
+        shapes = {
             "_view_origin": ((), wp.vec3),
             "_view_basis": ((), wp.mat33),
             "_view_step": ((), wp.int32),
@@ -222,6 +222,9 @@ class Renderer:
             "_cand_count": ((), wp.int32),
             "_rec": ((k,), kernels.EntryRecord),
         }
+        if kernels.STORED_LINES[self.coverage]:
+            shapes["_box_lines"] = ((k * kernels.STORED_LINES[self.coverage],), wp.vec4)
+        return shapes
 
     def _scratch(self, views: int) -> None:
         """Allocate the per-view buffers (`_scratch_shapes`) for a chunk of ``views`` views."""
@@ -232,6 +235,14 @@ class Renderer:
         for name, (shape, dtype) in self._scratch_shapes().items():
             setattr(self, name, wp.zeros((views, *shape), dtype=dtype, device=self.device))
         self._scratch_views = views
+
+    def _coverage_mode(self, base: int, count: int):
+        """`kernels.coverage_mode` for a launch over the chunk's views base .. base + count - 1,
+        with their part of the stored lines where the mode stores lines."""
+        lines = None
+        if kernels.STORED_LINES[self.coverage]:
+            lines = self._box_lines[base : base + count].flatten()
+        return kernels.coverage_mode(self.coverage, lines)
 
     def _tile_mask_shape(self) -> tuple[int, int]:
         """One view's part of the tile masks at the rig's current resolution: (2 bands per 8x8
@@ -367,7 +378,8 @@ class Renderer:
                         self._view_ray[base : base + count].flatten(), self._rec[base : base + count].flatten(),
                         mask[base : base + count].flatten(), self.list_capacity, self._face_color, self._misc_color,
                         W, H, pix, self.rig.near, self.rig.far, int(self.antialias),
-                        kernels.COVERAGE_MODES[self.coverage](), start * C, base,
+                        self._coverage_mode(base, count),
+                        start * C, base,
                         *launch_shape, *ss, *background,
                     ],
                     outputs=[rows],
@@ -585,7 +597,7 @@ class Renderer:
                     self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
                     self._line_color, self._light_color,
                     focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, self._bin_mode,
-                    self._shared_bin_tiles, kernels.COVERAGE_MODES[self.coverage](),
+                    self._shared_bin_tiles, self._coverage_mode(0, views),
                     kernels.BINNINGS[binning](), base,
                 ],
                 outputs=[self._rec, mask],

@@ -171,13 +171,21 @@ def test_parallel_gather_builds_the_serial_candidate_buffer(town, cand_capacity,
     assert (n0 > cand_capacity).any() == (cand_capacity == 40)
 
 
-@pytest.mark.parametrize("width,height", [(40, 24), (37, 21)])  # the second: partial tiles in both axes
-def test_split_launches_do_not_change_the_image(town, width, height):
+@pytest.mark.parametrize(
+    "width,height,coverage",
+    # the second: partial tiles in both axes; the third: each launch reads its own views' part
+    # of the silhouette mode's stored lines (`Renderer._coverage_mode`)
+    [(40, 24, "exact"), (37, 21, "exact"), (37, 21, "silhouette")],
+)
+def test_split_launches_do_not_change_the_image(town, width, height, coverage):
     _, _, boxes, lights, requests = town
-    whole = make(town, width=width, height=height).render_numpy(boxes, lights, requests)
-    split = make(town, width=width, height=height, chunk_size=5)
-    split._max_launch = 3 * 64 * 15 + 7  # a few views per launch, a ragged last piece
-    assert np.array_equal(split.render_numpy(boxes, lights, requests), whole)
+    whole = make(town, width=width, height=height, coverage=coverage).render_numpy(boxes, lights, requests)
+    # A few views per launch, a ragged last piece: for the gather (960 threads per view), then
+    # for `entry_setup` and the raster too (96: the list capacity).
+    for max_launch in (3 * 64 * 15 + 7, 2 * 96 + 7):
+        split = make(town, width=width, height=height, chunk_size=5, coverage=coverage)
+        split._max_launch = max_launch
+        assert np.array_equal(split.render_numpy(boxes, lights, requests), whole)
 
 
 @pytest.mark.parametrize(
