@@ -31,6 +31,7 @@ ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(sm_\d+)'")
 PROPERTIES = re.compile(r"Function properties for (\w+)")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 USED = re.compile(r"Used (\d+) registers")
+SMEM = re.compile(r"(\d+) bytes smem")
 WARP_SUFFIX = re.compile(r"_[0-9a-f]+_cuda_kernel_forward$")
 PTX_VERSION = re.compile(r"^\.version (\d+\.\d+)", re.MULTILINE)
 SUPPORTED = re.compile(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'")
@@ -39,7 +40,9 @@ SUPPORTED = re.compile(r"Unsupported \.version (\d+\.\d+); current version is '(
 def parse_ptxas(text: str, labels: dict[str, str] | None = None) -> list[dict]:
     """`ptxas -v` output -> one dict per entry function: kernel (Warp's name, without the hash
     and suffix; or ``labels``[its mangled name], e.g. an overload's), arch, registers,
-    stack_bytes, spill_store_bytes, spill_load_bytes."""
+    stack_bytes, spill_store_bytes, spill_load_bytes and smem_bytes: the static shared memory
+    per block, where a kernel built with `enable_cuda_smem_spilling` (`raster_views_wide`) keeps
+    its spills, which the spill counts then leave out."""
     labels = labels or {}
     rows: list[dict] = []
     entry = properties_of = None  # the entry being compiled; the function the next frame line is of
@@ -55,6 +58,8 @@ def parse_ptxas(text: str, labels: dict[str, str] | None = None) -> list[dict]:
             rows[-1].update(stack_bytes=int(m.group(1)), spill_store_bytes=int(m.group(2)), spill_load_bytes=int(m.group(3)))
         elif (m := USED.search(line)) and rows:
             rows[-1]["registers"] = int(m.group(1))
+            if m := SMEM.search(line):
+                rows[-1]["smem_bytes"] = int(m.group(1))
     return rows
 
 

@@ -96,7 +96,7 @@ def walk_bands(
                 break
             wp.atomic_or(walked_out, base + wd, low)
             f = kernels.record_fragment(
-                e.r0, e.r1, e.r2, rec, i, int(e.r2[3]), d, g, face_color, misc_color[2], pix, near, far, 1,
+                e.r0, e.r1, e.r2, rec, i, int(e.r2[3]), d, 0, g, face_color, misc_color[2], pix, near, far, 1,
                 kernels.RampCoverage(),
             )  # fmt: skip
             if f[4] > 0.0:

@@ -225,6 +225,7 @@ class SilhouetteCoverage:
     (`stored_lines_coverage`)."""
 
     lines: wp.uint64  # data of a vec4 array: `BOX_LINES` per list entry, from BOX_LINES * (record index)
+    supersample: int  # rays per pixel along each axis: the lines are in units of the sample grid
 
 
 @wp.struct
@@ -1544,7 +1545,7 @@ def entry_setup(
         r2[1] = axes[0]
         r2[2] = axes[1]
         r3 = wp.vec3(axes[2], axes[3], axes[4])
-        store_box_lines(mode, v * cap + k, r0, r1, axes)
+        store_box_lines(mode, v * cap + k, r0, r1, axes, focal, cx, cy)
     store_record(rec_out, v, k, r0, r1, r2, list_bound[v, k], r3)
     if bin == 0:
         return
@@ -2088,7 +2089,7 @@ def ray_cos_pix(d: wp.vec3, dx: float, dy: float, u0: float, u1: float, r3: wp.v
 @wp.func
 def box_alpha(
     r0: wp.vec4, r1: wp.vec4, rec: wp.array(dtype=EntryRecord), i: int, d: wp.vec3, dx: float, dy: float,
-    best: int, best_t: float, cov_sum: float, pix: float, antialias: int, mode: RampCoverage,
+    best: int, best_t: float, cov_sum: float, pixel: int, pix: float, antialias: int, mode: RampCoverage,
 ) -> float:  # fmt: skip
     """`RampCoverage`: the box's coverage is its faces' summed ramp."""
     return wp.min(cov_sum, 1.0)
@@ -2097,7 +2098,7 @@ def box_alpha(
 @wp.func
 def box_alpha(  # noqa: F811
     r0: wp.vec4, r1: wp.vec4, rec: wp.array(dtype=EntryRecord), i: int, d: wp.vec3, dx: float, dy: float,
-    best: int, best_t: float, cov_sum: float, pix: float, antialias: int, mode: ExactCoverage,
+    best: int, best_t: float, cov_sum: float, pixel: int, pix: float, antialias: int, mode: ExactCoverage,
 ) -> float:  # fmt: skip
     """`ExactCoverage`: the box's coverage is its silhouette's (`silhouette_coverage`), from
     face ``best`` (0, 1, 2: across x, y, z) met at ``best_t``, with the image's axes from words 2
@@ -2148,14 +2149,14 @@ def silhouette_edge_sides(first: int, oa: float, ea: float, ob: float, eb: float
 
 @wp.func
 def line_value(line: wp.vec3, x: float, y: float) -> float:
-    """A line's (value at the pixel centre, change per pixel across, down: `stored_line`) value
-    at (x, y) px from the pixel centre."""
+    """A line's (value at the pixel centre, change per pixel across, down: `stored_line_at`)
+    value at (x, y) px from the pixel centre."""
     return line[0] + x * line[1] + y * line[2]
 
 
 @wp.func
 def two_lines_coverage(c1: float, c2: float, l1: wp.vec3, l2: wp.vec3) -> float:
-    """Box-filter coverage of the pixel by the insides of two `stored_line` s that both cut it
+    """Box-filter coverage of the pixel by the insides of two `stored_line_at` s that both cut it
     (``c1``, ``c2`` their own coverages). Lines that cross inside the pixel meet at one of the
     silhouette's corners: the product. Lines that do not cut the pixel in three: the insides
     overlap in the middle (the coverages less 1), or one outside holds the other (the smaller
@@ -2214,98 +2215,102 @@ def silhouette_normal(k: int, o: wp.vec3, e: wp.vec3) -> wp.vec3:
 
 
 @wp.func
-def store_box_lines(mode: RampCoverage, j: int, r0: wp.vec4, r1: wp.vec4, axes: vec5):
+def store_box_lines(
+    mode: RampCoverage, j: int, r0: wp.vec4, r1: wp.vec4, axes: vec5, focal: float, cx: float, cy: float
+):  # fmt: skip
     """`RampCoverage`: no lines."""
     pass
 
 
 # Overloads: Warp picks a function by its argument types (here `mode`).
 @wp.func
-def store_box_lines(mode: ExactCoverage, j: int, r0: wp.vec4, r1: wp.vec4, axes: vec5):  # noqa: F811
+def store_box_lines(  # noqa: F811
+    mode: ExactCoverage, j: int, r0: wp.vec4, r1: wp.vec4, axes: vec5, focal: float, cx: float, cy: float
+):  # fmt: skip
     """`ExactCoverage`: no lines (its two come from the ray's face, `silhouette_coverage`)."""
     pass
 
 
 @wp.func
-def store_box_lines(mode: SilhouetteCoverage, j: int, r0: wp.vec4, r1: wp.vec4, axes: vec5):  # noqa: F811
+def store_box_lines(  # noqa: F811
+    mode: SilhouetteCoverage, j: int, r0: wp.vec4, r1: wp.vec4, axes: vec5, focal: float, cx: float, cy: float
+):  # fmt: skip
     """`SilhouetteCoverage`: the `BOX_LINES` silhouette planes (`silhouette_normal`) of the
     cuboid entry whose record is r0, r1 (camera and half-extents in the box frame) and whose
-    image axes are ``axes`` (`box_image_axes`), from vec4 BOX_LINES j at ``mode.lines``.
+    image axes are ``axes`` (`box_image_axes`), as screen lines, into vec4 BOX_LINES j at
+    ``mode.lines``; focal, cx, cy: the view's intrinsics (px).
 
-    A normal n gives the unnormalised pixel ray r the line L = n . r, whose change per pixel
-    across and down the image is (n . u, n . w), the same for every pixel of the view: each n
-    is scaled so that the larger of |n . u|, |n . w| is 1 and stored with the smaller (the
-    vec4's w), all that the area of a half-plane needs (`half_plane_area`), so the raster
-    needs the image's axes only where two lines cut one pixel. A missing edge gets -(u x w),
-    the camera's forward axis: far inside every pixel in front of the camera."""
+    A normal n gives the unnormalised ray r of image point (u, w) (px; pixel centres at
+    integers, `view_rays`), r = focal f + (u + 1/2 - cx) x + (w + 1/2 - cy) y (f the camera's
+    forward axis, x, y the image's across and down axes), the line L = n . r, affine in (u, w).
+    n is scaled so that the larger of its changes per pixel |n . x|, |n . y| is 1, and the
+    line is stored as its value at the sample grid's origin, its changes per grid step across
+    and down (in grid steps: a supersampled grid of s x s points per pixel scales L by s), and
+    the pixel's reach across it, (1 + b) / 2 with b the smaller change's magnitude
+    (`half_plane_area`): the raster then takes a line's value at a pixel with two multiply-adds
+    of the pixel's grid coordinates, and needs nothing else for its area
+    (`stored_lines_coverage`). A missing edge gets a line far inside every pixel."""
     o = wp.vec3(r0[0], r0[1], r0[2])
     e = wp.vec3(r1[0], r1[1], r1[2])
-    u = wp.vec3(axes[0], axes[1], 0.0)
-    w = wp.vec3(axes[2], axes[3], axes[4])
+    x = wp.vec3(axes[0], axes[1], 0.0)
+    y = wp.vec3(axes[2], axes[3], axes[4])
+    f = wp.cross(x, y)
+    s = float(mode.supersample)
     for k in range(_BOX_LINES):
         n = silhouette_normal(k, o, e)
-        gu = wp.abs(wp.dot(n, u))
-        gv = wp.abs(wp.dot(n, w))
-        big = wp.max(gu, gv)
-        ratio = float(0.0)
+        gu = wp.dot(n, x)
+        gv = wp.dot(n, y)
+        big = wp.max(wp.abs(gu), wp.abs(gv))
+        line = wp.vec4(-1.0e6, 0.0, 0.0, 0.0)
         if big > 0.0:
             inv = 1.0 / big
-            n = n * inv
-            ratio = wp.min(gu, gv) * inv
-        else:
-            n = -wp.cross(u, w)
-        store_vec4_at(mode.lines, _BOX_LINES * j + k, wp.vec4(n[0], n[1], n[2], ratio))
+            gu *= inv
+            gv *= inv
+            # L at grid point (a, b): s L(u, w) with u = (a + 1/2) / s - 1/2 (`raster_views_ss`)
+            value = s * (focal * wp.dot(n, f) * inv - cx * gu - cy * gv) + 0.5 * (gu + gv)
+            line = wp.vec4(value, gu, gv, 0.5 + 0.5 * wp.min(wp.abs(gu), wp.abs(gv)))
+        store_vec4_at(mode.lines, _BOX_LINES * j + k, line)
 
 
 @wp.func
-def stored_line_value(n: wp.vec4, d: wp.vec3, inv_cos: float) -> float:
-    """A stored line's (`store_box_lines`) value at the pixel centre, in pixels, negative on the
-    box's side: L(r) = |r| n . d for the ray d (box frame, unit), ``inv_cos`` = |r| of the
-    unnormalised ray r."""
-    return (n[0] * d[0] + n[1] * d[1] + n[2] * d[2]) * inv_cos
+def stored_line_at(n: wp.vec4, x: float, y: float) -> wp.vec3:
+    """A stored line (`store_box_lines`) at point (x, y) of the sample grid: its value there (in
+    grid steps, negative on the box's side) and its changes per step across and down."""
+    return wp.vec3(n[0] + x * n[1] + y * n[2], n[1], n[2])
 
 
 @wp.func
-def stored_line(n: wp.vec4, d: wp.vec3, u: wp.vec3, w: wp.vec3, inv_cos: float) -> wp.vec3:
-    """A stored line at the ray d: its `stored_line_value` and its change per pixel across and
-    down the image, the image's axes u, w in the box frame."""
-    return wp.vec3(
-        stored_line_value(n, d, inv_cos), n[0] * u[0] + n[1] * u[1], n[0] * w[0] + n[1] * w[1] + n[2] * w[2]
-    )
-
-
-@wp.func
-def stored_lines_coverage(
-    lines: wp.uint64, base: int, rec: wp.array(dtype=EntryRecord), i: int, d: wp.vec3, inv_cos: float
-) -> float:
+def stored_lines_coverage(lines: wp.uint64, base: int, pixel: int) -> float:
     """Box-filter coverage of the pixel by the box's silhouette, from its stored lines
     (`store_box_lines`, from vec4 ``base`` at ``lines``): exact where at most two of them cut
-    the pixel, away from the silhouette's corners (issue 5). d: the unit ray in the box frame,
-    ``inv_cos`` = |r| of the unnormalised ray r (`stored_line_value`).
+    the pixel, away from the silhouette's corners (issue 5). ``pixel``: the pixel's point on
+    the sample grid (`pack_pixel`).
 
-    The pixel spans a line's value +- (1 + b) / 2 (b: the line's smaller gradient component,
-    its larger being 1), so a first pass tells per line, with a multiply-add per axis, whether
-    the pixel lies wholly outside it (off the box: 0), wholly inside, or across it. A second
-    pass takes the lines across it, one or two and three at a corner: one gives its half-plane
-    (`half_plane_area`, without the image's axes), two `two_lines_coverage`, more the product.
-    `two_lines_coverage` needs the lines' gradients with their signs: the image's axes are
-    loaded then (words 2 and 3 of record ``i`` of ``rec``) and the two lines again, rather
-    than held through the loop (registers).
+    A line's value at the pixel is two multiply-adds of the grid coordinates (`stored_line_at`).
+    The pixel spans it +- its stored reach (1 + b) / 2 (b: the line's smaller change per step,
+    its larger being 1), so a first pass tells per line whether the pixel lies wholly outside
+    it (off the box: 0), wholly inside, or across it. A second pass takes the lines across it,
+    one or two and three at a corner: one gives its half-plane (`half_plane_area`), two
+    `two_lines_coverage` (the two lines loaded again rather than held through the loop:
+    registers), more the product.
 
     No face is needed: the lines are the silhouette's own, so a sliver's far edge, a side seen
     nearly edge-on and a roof seen from just above come out as exact as a face seen head-on
-    (round 48). The lines are made once per entry, not per pixel; the loops are not unrolled
-    (unrolled, the compiler hoisted the loads and the raster spilled); and the area of a line
-    across the pixel waits for the second pass, where a warp runs it once per line that cuts
-    some lane's pixel instead of once per line that any lane is near (rounds 51 and 52)."""
+    (round 48). The lines are made once per entry, not per pixel, in the pixels' own
+    coordinates (round 53); the loops are not unrolled (unrolled, the compiler hoisted the
+    loads and the raster spilled); and the area of a line across the pixel waits for the
+    second pass, where a warp runs it once per line that cuts some lane's pixel instead of
+    once per line that any lane is near (rounds 51 and 52)."""
+    x = float(pixel & 0xFFFF)
+    y = float(pixel >> 16)
     cut = int(0)
     k = int(0)
     while k < _BOX_LINES:
         n = load_vec4_at(lines, base + k)
-        sd = stored_line_value(n, d, inv_cos)
-        if sd >= 0.5 + 0.5 * n[3]:
+        sd = stored_line_at(n, x, y)[0]
+        if sd >= n[3]:
             return 0.0
-        if sd > -0.5 - 0.5 * n[3]:
+        if sd > -n[3]:
             cut = cut | (1 << k)
         k += 1
     cov = float(1.0)
@@ -2319,7 +2324,7 @@ def stored_lines_coverage(
         cut = cut ^ low
         k = wp.bit_count(wp.uint32(low - 1))
         n = load_vec4_at(lines, base + k)
-        c = half_plane_area(stored_line_value(n, d, inv_cos), 1.0, n[3])
+        c = half_plane_area(stored_line_at(n, x, y)[0], 1.0, 2.0 * n[3] - 1.0)
         if c <= 0.0:
             return 0.0
         if c < 1.0:
@@ -2332,13 +2337,9 @@ def stored_lines_coverage(
                 k2 = k
                 c2 = c
     if cuts == 2:
-        r2 = record_word(rec, i, 2)
-        r3 = record_word(rec, i, 3)
-        u = wp.vec3(r2[1], r2[2], 0.0)
-        w = wp.vec3(r3[1], r3[2], r3[3])
         return two_lines_coverage(
-            c1, c2, stored_line(load_vec4_at(lines, base + k1), d, u, w, inv_cos),
-            stored_line(load_vec4_at(lines, base + k2), d, u, w, inv_cos),
+            c1, c2, stored_line_at(load_vec4_at(lines, base + k1), x, y),
+            stored_line_at(load_vec4_at(lines, base + k2), x, y),
         )  # fmt: skip
     return cov
 
@@ -2346,18 +2347,14 @@ def stored_lines_coverage(
 @wp.func
 def box_alpha(  # noqa: F811
     r0: wp.vec4, r1: wp.vec4, rec: wp.array(dtype=EntryRecord), i: int, d: wp.vec3, dx: float, dy: float,
-    best: int, best_t: float, cov_sum: float, pix: float, antialias: int, mode: SilhouetteCoverage,
+    best: int, best_t: float, cov_sum: float, pixel: int, pix: float, antialias: int, mode: SilhouetteCoverage,
 ) -> float:  # fmt: skip
     """`SilhouetteCoverage`: the box's coverage is its silhouette's (`stored_lines_coverage`,
-    the lines of record ``i``), 1 where a face holds the whole pixel (`_INSIDE`); ``best`` and
-    ``best_t`` are not needed. |r| = 1 / `ray_cos_pix` needs the image's axes of words 2 and 3
-    of record ``i`` of ``rec`` (`entry_setup`)."""
+    the lines of record ``i``), 1 where a face holds the whole pixel (`_INSIDE`); the ray and
+    the best face are not needed."""
     if antialias == 0 or cov_sum >= _INSIDE:
         return wp.min(cov_sum, 1.0)
-    r2 = record_word(rec, i, 2)
-    r3 = record_word(rec, i, 3)
-    inv_cos = 1.0 / ray_cos_pix(d, dx, dy, r2[1], r2[2], r3, pix)
-    return stored_lines_coverage(mode.lines, _BOX_LINES * i, rec, i, wp.vec3(dx, dy, d[2]), inv_cos)
+    return stored_lines_coverage(mode.lines, _BOX_LINES * i, pixel)
 
 
 @wp.func
@@ -2368,6 +2365,7 @@ def box_fragment(
     i: int,
     kind: int,
     d: wp.vec3,
+    pixel: int,
     face_color: wp.array(dtype=wp.vec3),
     pix: float,
     near: float,
@@ -2408,7 +2406,7 @@ def box_fragment(
         best = 2
     # The coverage before the colour: `ExactCoverage`'s silhouette then runs without the mixed
     # colour held, which cut its raster's spills from 84 to 68 bytes and gained 1.3 % (round 29).
-    alpha = box_alpha(r0, r1, rec, i, d, dx, dy, best, best_t, cov_sum, pix, antialias, mode)
+    alpha = box_alpha(r0, r1, rec, i, d, dx, dy, best, best_t, cov_sum, pixel, pix, antialias, mode)
     base = kind * 6
     col = wp.vec3(0.0)
     if cx > 0.0:
@@ -2559,6 +2557,7 @@ def record_fragment(
     i: int,
     kind: int,
     d: wp.vec3,
+    pixel: int,
     g: wp.vec3,
     face_color: wp.array(dtype=wp.vec3),
     wall_color: wp.vec3,
@@ -2573,7 +2572,7 @@ def record_fragment(
     (d, pix), computed once per ray by the caller; ``mode`` (`RampCoverage` or `ExactCoverage`)
     picks the cuboids'."""
     if kind == _REF_AGENT:
-        return box_fragment(r0, r1, rec, i, int(r2[0]), d, face_color, pix, near, far, antialias, mode)
+        return box_fragment(r0, r1, rec, i, int(r2[0]), d, pixel, face_color, pix, near, far, antialias, mode)
     if kind == _REF_WALL:
         fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
         if fw[1] <= 0.0:
@@ -2608,7 +2607,8 @@ def entry_fragment(
     the caller."""
     e = rec[i]
     return record_fragment(
-        e.r0, e.r1, e.r2, rec, i, int(e.r2[3]), d, g, face_color, wall_color, pix, near, far, antialias, RampCoverage()
+        e.r0, e.r1, e.r2, rec, i, int(e.r2[3]), d, 0, g, face_color, wall_color, pix, near, far, antialias,
+        RampCoverage(),
     )
 
 
@@ -2643,6 +2643,7 @@ def unpack_color(p: int) -> wp.vec3:
 @wp.func
 def trace_ray(
     d: wp.vec3,
+    pixel: int,
     rec: wp.array(dtype=EntryRecord),
     rec_base: int,
     tile_mask: wp.array(dtype=wp.uint32),
@@ -2658,7 +2659,8 @@ def trace_ray(
     mode: Any,
 ) -> wp.vec3:
     """Colour seen along the unit ray d from the camera centre: front-to-back composite over the
-    ground (``on_ground`` = 1) or the sky.
+    ground (``on_ground`` = 1) or the sky. ``pixel`` = `pack_pixel` of the ray's point on the
+    view's sample grid (`SilhouetteCoverage`'s lines are affine in it).
 
     ``rec`` and ``tile_mask`` are the launch's lists and tile masks flattened (`raster_views`):
     the view's list starts at ``rec_base``, and the ray's band's ``words`` mask words at
@@ -2699,8 +2701,8 @@ def trace_ray(
                 done = 1
                 break
             f = record_fragment(
-                r0, r1, r2, rec, i, int(r2[3]), d, g, face_color, load_vec3(misc_color, 2), pix, near, far, antialias,
-                mode,
+                r0, r1, r2, rec, i, int(r2[3]), d, pixel, g, face_color, load_vec3(misc_color, 2), pix, near, far,
+                antialias, mode,
             )  # fmt: skip
             if f[4] <= 0.0:
                 continue  # no coverage: the faded alpha below would be <= 0 too
@@ -2945,6 +2947,14 @@ def view_rays(
 
 
 @wp.func
+def pack_pixel(x: int, y: int) -> int:
+    """A point (x, y) of a view's sample grid (pixels, or sub-pixels of a supersampled view:
+    at most 4 x 4096 each) in one int, so the walk holds one register for it: x in the low
+    16 bits."""
+    return x | (y << 16)
+
+
+@wp.func
 def pixel_ray(r0: wp.vec4, r1: wp.vec4, r2: wp.vec4, u: float, w: float) -> wp.vec3:
     """Unit ray through image point (u, w) (pixel (px, py)'s centre at u = px, w = py) of the
     view whose `view_rays` frame is (r0, r1, r2)."""
@@ -3060,8 +3070,8 @@ def _raster_views(
             store_rgb(image_out, image, p[1] * width + p[0], rgb)
             continue
         color = trace_ray(
-            d, rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color, misc_color, bg,
-            pix, near, far, antialias, mode,
+            d, pack_pixel(p[0], p[1]), rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color,
+            misc_color, bg, pix, near, far, antialias, mode,
         )  # fmt: skip
         store_pixel(image_out, image, width, p[1], p[0], color)
 
@@ -3124,8 +3134,9 @@ def raster_views_ss(
                     w = float(p[1]) + (float(sy) + 0.5) / ss - 0.5
                     d = pixel_ray(r0, r1, r2, u, w)
                     color += trace_ray(
-                        d, rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color, misc_color,
-                        ray_background(d, r0[3]), pix, near, far, antialias, mode,
+                        d, pack_pixel(p[0] * supersample + sx, p[1] * supersample + sy), rec, g.rec_base, tile_mask,
+                        g.mask_row + band * g.words, g.words, face_color, misc_color, ray_background(d, r0[3]), pix,
+                        near, far, antialias, mode,
                     )  # fmt: skip
             color = color / (ss * ss)
         store_pixel(image_out, out_offset + view_base + g.view, width, p[1], p[0], color)
@@ -3137,12 +3148,14 @@ STORED_LINES = {"ramp": 0, "exact": 0, "silhouette": BOX_LINES}
 """Per coverage mode: the lines it stores per list entry (`store_box_lines`)."""
 
 
-def coverage_mode(name: str, lines: wp.array | None = None):
+def coverage_mode(name: str, lines: wp.array | None = None, supersample: int = 1):
     """The `COVERAGE_MODES` struct ``name`` for a launch, holding ``lines`` (`STORED_LINES` per
-    list entry of the launch's records, flattened) where the mode stores lines."""
+    list entry of the launch's records, flattened) and the rays per pixel along each axis
+    (their units) where the mode stores lines."""
     mode = COVERAGE_MODES[name]()
     if STORED_LINES[name]:
         mode.lines = lines.ptr
+        mode.supersample = supersample
     return mode
 
 DEFAULT_COVERAGE = "exact"

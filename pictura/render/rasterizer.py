@@ -242,7 +242,7 @@ class Renderer:
         lines = None
         if kernels.STORED_LINES[self.coverage]:
             lines = self._box_lines[base : base + count].flatten()
-        return kernels.coverage_mode(self.coverage, lines)
+        return kernels.coverage_mode(self.coverage, lines, self.supersample)
 
     def _tile_mask_shape(self) -> tuple[int, int]:
         """One view's part of the tile masks at the rig's current resolution: (2 bands per 8x8

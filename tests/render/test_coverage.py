@@ -148,6 +148,13 @@ def test_silhouette_mode_edge_pixel_coverage_is_the_exact_area_horizon_included(
     assert max(edge_coverage_errors(pose, horizon_px=0.0, coverage="silhouette")) <= EXACT_WITHIN
 
 
+@pytest.mark.parametrize("pose", [FACE_ON, TURNED[0], SCAN_MISSES[0]])
+def test_silhouette_mode_supersampled_with_coverage_is_the_exact_area(pose):
+    # Each of the 2x2 rays takes its sub-pixel's exact area, so their mean is the pixel's:
+    # the stored lines must be in the sub-pixel grid's units (`store_box_lines`).
+    assert max(edge_coverage_errors(pose, horizon_px=0.0, coverage="silhouette", supersample=2)) <= EXACT_WITHIN
+
+
 @pytest.mark.parametrize("pose", [FACE_ON, *TURNED])
 def test_ramp_mode_edge_pixel_coverage_stays_within_its_known_error(pose):
     assert max(edge_coverage_errors(pose, coverage="ramp")) <= RAMP_WITHIN

@@ -30,9 +30,10 @@ def trace_one_ray(
     misc_color: wp.array(dtype=wp.vec3),
     out: wp.array(dtype=wp.vec3),
 ):
-    # over the sky (on_ground 0), pix 1e-3 rad, near 0.1 m, antialiased
+    # over the sky (on_ground 0), pix 1e-3 rad, near 0.1 m, antialiased; pixel (0, 0) of the
+    # sample grid (only `SilhouetteCoverage` reads it)
     out[0] = kernels.trace_ray(
-        wp.vec3(1.0, 0.0, 0.0), rec, 0, tile_mask, 0, 1, face_color, misc_color, 0, 1.0e-3, 0.1, FAR, 1,
+        wp.vec3(1.0, 0.0, 0.0), 0, rec, 0, tile_mask, 0, 1, face_color, misc_color, 0, 1.0e-3, 0.1, FAR, 1,
         kernels.RampCoverage(),
     )  # fmt: skip
 

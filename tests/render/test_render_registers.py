@@ -35,7 +35,7 @@ def test_ptxas_report_parses_per_kernel():
     rows = parse_ptxas(PTXAS_SAMPLE)
     assert rows == [
         {"kernel": "raster_views", "arch": "sm_90", "stack_bytes": 48, "spill_store_bytes": 80,
-         "spill_load_bytes": 92, "registers": 48},
+         "spill_load_bytes": 92, "registers": 48, "smem_bytes": 1024},
         {"kernel": "view_rays", "arch": "sm_90", "stack_bytes": 0, "spill_store_bytes": 0,
          "spill_load_bytes": 0, "registers": 30},
     ]  # fmt: skip
