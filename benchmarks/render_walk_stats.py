@@ -99,12 +99,12 @@ def walk_bands(
                 e.r0, e.r1, e.r2, rec, i, int(e.r2[3]), d, 0, g, face_color, misc_color[2], pix, near, far, 1,
                 kernels.RampCoverage(),
             )  # fmt: skip
-            if f[4] > 0.0:
+            if f.alpha > 0.0:
                 wp.atomic_or(drawn_out, base + wd, low)
-                if f[4] < 1.0:
+                if f.alpha < 1.0:
                     wp.atomic_or(partial_out, base + wd, low)
-                if f[4] >= kernels._OPAQUE:
-                    t_opaque = wp.min(t_opaque, f[0])
+                if f.alpha >= kernels._OPAQUE:
+                    t_opaque = wp.min(t_opaque, f.t)
 
 
 def entry_bits(words: np.ndarray, capacity: int) -> np.ndarray:

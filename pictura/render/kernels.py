@@ -2357,6 +2357,49 @@ def box_alpha(  # noqa: F811
     return stored_lines_coverage(mode.lines, _BOX_LINES * i, pixel)
 
 
+@wp.struct
+class Fragment:
+    """What a list entry leaves on a ray (`record_fragment`): its depth, its colour packed
+    (`pack_color`) and its coverage (0: none)."""
+
+    t: float
+    color: int
+    alpha: float
+
+
+@wp.func
+def fragment(t: float, color: wp.vec3, alpha: float) -> Fragment:
+    """A `Fragment` of colour ``color`` (packed here)."""
+    f = Fragment()
+    f.t = t
+    f.color = pack_color(color)
+    f.alpha = alpha
+    return f
+
+
+@wp.func
+def colour_first(mode: RampCoverage) -> bool:
+    """`RampCoverage`: `box_fragment` takes the box's coverage before its colour."""
+    return False
+
+
+# Overloads: Warp picks a function by its argument types (here `mode`).
+@wp.func
+def colour_first(mode: ExactCoverage) -> bool:  # noqa: F811
+    """`ExactCoverage`: the coverage before the colour, so its two edge lines run without the
+    faces' weights held (round 29; ptxas, sm_90, `raster_views_wide`: 4,608 bytes of spills
+    in shared memory per block this way, 6,656 the other, round 55)."""
+    return False
+
+
+@wp.func
+def colour_first(mode: SilhouetteCoverage) -> bool:  # noqa: F811
+    """`SilhouetteCoverage`: the colour first, packed, so that the stored lines' walk holds one
+    register of it instead of the faces' weights, signs and depth (round 55; ptxas, sm_90,
+    `raster_views_wide`: 7,168 -> 4,608 bytes of spills in shared memory per block)."""
+    return True
+
+
 @wp.func
 def box_fragment(
     r0: wp.vec4,
@@ -2372,7 +2415,7 @@ def box_fragment(
     far: float,
     antialias: int,
     mode: Any,
-) -> vec5:
+) -> Fragment:
     """Cuboid: per camera-facing face, its weight from the in-plane distance to the face
     edges (`face_weight`), the faces' colours mixed by those weights, drawn at the box's
     coverage (`box_alpha`); ``mode`` (`RampCoverage` or `ExactCoverage`) picks both.
@@ -2392,7 +2435,7 @@ def box_fragment(
     cz = fz[1]
     cov_sum = cx + cy + cz  # a face that adds 0 leaves the sums' bits as skipping it would
     if cov_sum <= 0.0:
-        return vec5(0.0)
+        return Fragment()
     # The most-covering face's depth (the first of equals, in axis order).
     best_t = fx[0]
     best_cov = cx
@@ -2404,9 +2447,11 @@ def box_fragment(
     if cz > best_cov:
         best_t = fz[0]
         best = 2
-    # The coverage before the colour: `ExactCoverage`'s silhouette then runs without the mixed
-    # colour held, which cut its raster's spills from 84 to 68 bytes and gained 1.3 % (round 29).
-    alpha = box_alpha(r0, r1, rec, i, d, dx, dy, best, best_t, cov_sum, pixel, pix, antialias, mode)
+    # The coverage before or after the colour, whichever holds fewer registers across it
+    # (`colour_first`): a compile-time constant per mode, so only one call remains.
+    alpha = float(0.0)
+    if not colour_first(mode):
+        alpha = box_alpha(r0, r1, rec, i, d, dx, dy, best, best_t, cov_sum, pixel, pix, antialias, mode)
     base = kind * 6
     col = wp.vec3(0.0)
     if cx > 0.0:
@@ -2415,8 +2460,10 @@ def box_fragment(
         col += cy * load_vec3(face_color, base + 2 + wp.where(r0[1] < 0.0, 1, 0))
     if cz > 0.0:
         col += cz * load_vec3(face_color, base + 4 + wp.where(r0[2] < 0.0, 1, 0))
-    col = col * (depth_shade(best_t) / cov_sum)
-    return vec5(best_t, col[0], col[1], col[2], alpha)
+    f = fragment(best_t, col * (depth_shade(best_t) / cov_sum), alpha)
+    if colour_first(mode):
+        f.alpha = box_alpha(r0, r1, rec, i, d, dx, dy, best, best_t, cov_sum, pixel, pix, antialias, mode)
+    return f
 
 
 @wp.func
@@ -2566,27 +2613,27 @@ def record_fragment(
     far: float,
     antialias: int,
     mode: Any,
-) -> vec5:
-    """The fragment (t, r, g, b, alpha) record ``i`` of ``rec`` (its words r0, r1, r2, loaded by
-    the caller) of REF_* ``kind`` leaves on the ray (alpha 0 = none); ``g`` = `ground_frame`
-    (d, pix), computed once per ray by the caller; ``mode`` (`RampCoverage` or `ExactCoverage`)
-    picks the cuboids'."""
+) -> Fragment:
+    """The `Fragment` record ``i`` of ``rec`` (its words r0, r1, r2, loaded by the caller) of
+    REF_* ``kind`` leaves on the ray (alpha 0 = none), its colour packed here rather than by
+    `trace_ray` (a box may then pack it before its coverage: `colour_first`); ``g`` =
+    `ground_frame` (d, pix), computed once per ray by the caller; ``mode`` (a `COVERAGE_MODES`
+    struct) picks the cuboids'."""
     if kind == _REF_AGENT:
         return box_fragment(r0, r1, rec, i, int(r2[0]), d, pixel, face_color, pix, near, far, antialias, mode)
     if kind == _REF_WALL:
         fw = wall_fragment(r0, r1, d, pix, near, far, antialias)
         if fw[1] <= 0.0:
-            return vec5(0.0)
-        cw = wall_color * fw[2]
-        return vec5(fw[0], cw[0], cw[1], cw[2], fw[1])
+            return Fragment()
+        return fragment(fw[0], wall_color * fw[2], fw[1])
     f = wp.vec2(0.0)
     if kind == _REF_LINE:
         f = line_fragment(r0, r1, d, g, pix, near, far, antialias)
     else:
         f = light_fragment(r0, r1, d, pix, near, far, antialias)
     if f[1] <= 0.0:
-        return vec5(0.0)
-    return vec5(f[0], r2[0], r2[1], r2[2], f[1])
+        return Fragment()
+    return fragment(f[0], wp.vec3(r2[0], r2[1], r2[2]), f[1])
 
 
 @wp.func
@@ -2601,7 +2648,7 @@ def entry_fragment(
     near: float,
     far: float,
     antialias: int,
-) -> vec5:
+) -> Fragment:
     """The fragment record ``i`` of the flattened lists ``rec`` leaves on the ray (alpha 0 =
     none; cuboids by `RampCoverage`); ``g`` = `ground_frame` (d, pix), computed once per ray by
     the caller."""
@@ -2704,11 +2751,11 @@ def trace_ray(
                 r0, r1, r2, rec, i, int(r2[3]), d, pixel, g, face_color, load_vec3(misc_color, 2), pix, near, far,
                 antialias, mode,
             )  # fmt: skip
-            if f[4] <= 0.0:
+            if f.alpha <= 0.0:
                 continue  # no coverage: the faded alpha below would be <= 0 too
-            t = f[0]
+            t = f.t
             # Fade out over the last 15% before `far` so geometry does not pop at the clip distance.
-            fad = f[4] * wp.clamp((far - t) * inv_fade, 0.0, 1.0)
+            fad = f.alpha * wp.clamp((far - t) * inv_fade, 0.0, 1.0)
             if fad <= 0.0 or t >= t_opaque:
                 continue
             # Stable insert: j = the number of kept fragments at or before t (2: behind both).
@@ -2717,7 +2764,7 @@ def trace_ray(
                 j = 1
                 if nf > 1 and ft[1] <= t:
                     j = 2
-            c = pack_color(wp.vec3(f[1], f[2], f[3]))
+            c = f.color
             # With the buffer full, the fragment that the insert pushes past the last slot (the
             # new one when j = 2, else the old last) is composited behind the new last slot.
             past_a = wp.where(j == 2, fad, fa[1])
@@ -3216,14 +3263,14 @@ def raster_ids(
                 break
             ref = list_ref[v, k]
             kind = ref >> _REF_SHIFT
-            frag = vec5(0.0)
+            frag = Fragment()
             ident = int(-1)
             if kind == _REF_AGENT or kind == _REF_WALL:
                 frag = entry_fragment(rec, v * list_ref.shape[1] + k, d, g, face_color, misc_color[2], 1.0, near, far, 0)
                 ident = -2
                 if kind == _REF_AGENT:
                     ident = ref & _REF_MASK
-            if frag[4] > 0.0 and frag[0] < t_best:
-                t_best = frag[0]
+            if frag.alpha > 0.0 and frag.t < t_best:
+                t_best = frag.t
                 best = ident
     id_out[v, py, px] = best
