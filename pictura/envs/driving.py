@@ -80,7 +80,7 @@ class DrivingEnv(EnvBase):
         rig: camera rig (default: the paper's four-camera rig at 96x54).
         render_coverage: box-edge coverage of the renderer (`pictura.render.Renderer`'s
             ``coverage``): "exact" (default), "silhouette" (exact edges on slivers and roofs
-            too, ~7 % slower renders) or "ramp" (faster renders, coarser box edges:
+            too, ~5 % slower renders) or "ramp" (faster renders, coarser box edges:
             docs/renderer.md, "Coverage modes").
         sim: simulator settings (`pictura.sim.SimConfig`); its ``agents_per_world`` is replaced
             by the argument above so there is one place to set it.

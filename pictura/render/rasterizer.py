@@ -96,7 +96,7 @@ class Renderer:
             (the default, `kernels.DEFAULT_COVERAGE`), the box filter of the silhouette's exact
             screen lines (within ~0.003 away from its corners on the test poses, not beside
             faces under ~2 px wide nor on roofs along the horizon); "silhouette", the box filter
-            of every silhouette edge, within 0.02 there too, about 7 % slower; "ramp", a ramp
+            of every silhouette edge, within 0.02 there too, about 5 % slower; "ramp", a ramp
             over the pixel's footprint in each face's plane, exact head-on but up to ~0.33 off
             for faces seen at an angle, about 11 % faster than "exact" at 96x54 on an H200
             (docs/renderer.md, "Coverage modes").
