@@ -2276,7 +2276,8 @@ def store_box_lines(  # noqa: F811
 def stored_line_at(n: wp.vec4, x: float, y: float) -> wp.vec3:
     """A stored line (`store_box_lines`) at point (x, y) of the sample grid: its value there (in
     grid steps, negative on the box's side) and its changes per step across and down."""
-    return wp.vec3(n[0] + x * n[1] + y * n[2], n[1], n[2])
+    line = wp.vec3(n[0], n[1], n[2])
+    return wp.vec3(line_value(line, x, y), n[1], n[2])
 
 
 @wp.func
@@ -2418,7 +2419,7 @@ def box_fragment(
 ) -> Fragment:
     """Cuboid: per camera-facing face, its weight from the in-plane distance to the face
     edges (`face_weight`), the faces' colours mixed by those weights, drawn at the box's
-    coverage (`box_alpha`); ``mode`` (`RampCoverage` or `ExactCoverage`) picks both.
+    coverage (`box_alpha`); ``mode`` (a `COVERAGE_MODES` struct) picks both.
 
     Each face's (t, coverage) comes first and the colours after: a loop over the axes that
     loaded and accumulated each face's colour as it went held ~26 more registers across the
