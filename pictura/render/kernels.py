@@ -152,6 +152,9 @@ TILE_SHIFT = 3
 assert 1 << TILE_SHIFT == TILE_PX
 _TILE_SHIFT = wp.constant(TILE_SHIFT)
 _FULL = wp.constant(1.0e9)
+NO_VIEW = -2.0
+"""`view_rays`' horizon row of an invalid view: below every valid one (>= -1)."""
+_NO_VIEW = wp.constant(NO_VIEW)
 _OPAQUE = wp.constant(0.999)
 _FAR_FADE = wp.constant(0.15)
 # `line_fragment`'s early reject: rounding slack (m per m of the terms) and squared margin.
@@ -1380,8 +1383,7 @@ def box_image_axes(r0: wp.vec4, r1: wp.vec4, basis: wp.mat33, mode: SilhouetteCo
     return box_image_axes(r0, r1, basis, ExactCoverage())
 
 
-@wp.kernel
-def entry_setup(
+def _entry_setup(
     view_origin: wp.array(dtype=wp.vec3),
     view_basis: wp.array(dtype=wp.mat33),
     view_step: wp.array(dtype=wp.int32),
@@ -1562,6 +1564,15 @@ def entry_setup(
             wp.clamp(int(wp.floor((wp.min(rect[3], height + 2.0 * m) + m) / float(_TILE))), 0, tiles_y - 1),
         )
     bin_entry(v, k, tiles, edges, tiles_x, tiles_y, focal, cx, cy, bin_mode, shared_tiles, binning, tile_mask_out)
+
+
+ENTRY_SETUP_MAX_REGISTERS = env_int(
+    "PICTURA_ENTRY_SETUP_MAX_REGISTERS", 0, lambda x: x == 0 or 16 <= x <= 255, "0 (no cap) or an integer in [16, 255]"
+)
+"""Register cap of `entry_setup` (0: none; ``PICTURA_ENTRY_SETUP_MAX_REGISTERS`` overrides it, for tuning)."""
+ENTRY_SETUP_BLOCK_DIM = block_dim("PICTURA_ENTRY_SETUP_BLOCK_DIM", 256)
+"""Threads per block of `entry_setup` (``PICTURA_ENTRY_SETUP_BLOCK_DIM`` overrides it, for tuning)."""
+entry_setup = wp.kernel(_entry_setup, name="entry_setup", cuda_max_registers=ENTRY_SETUP_MAX_REGISTERS or None)
 
 
 @wp.func
@@ -2280,6 +2291,38 @@ def stored_line_at(n: wp.vec4, x: float, y: float) -> wp.vec3:
     return wp.vec3(line_value(line, x, y), n[1], n[2])
 
 
+@wp.func_native(f"""
+const float* p = reinterpret_cast<const float*>(lines) + 4 * (size_t)base;
+int cut = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+for (int k = 0; k < {BOX_LINES}; ++k) {{
+    float n0, n1, n2, n3;
+    asm volatile("ld.global.nc.v4.f32 {{%0, %1, %2, %3}}, [%4];"
+                 : "=f"(n0), "=f"(n1), "=f"(n2), "=f"(n3) : "l"(p + 4 * k));
+    const float sd = __fmaf_rn(y, n2, __fmaf_rn(x, n1, n0));
+    if (sd >= n3) return -1;
+    if (sd > -n3) cut |= 1 << k;
+}}
+#else
+for (int k = 0; k < {BOX_LINES}; ++k) {{
+    const float* n = p + 4 * k;
+    const float sd = (n[0] + x * n[1]) + y * n[2];
+    if (sd >= n[3]) return -1;
+    if (sd > -n[3]) cut |= 1 << k;
+}}
+#endif
+return cut;
+""")
+def lines_across(lines: wp.uint64, base: int, x: float, y: float) -> int:
+    """First pass of `stored_lines_coverage`: -1 when the pixel at grid point (x, y) lies
+    wholly outside one of the `BOX_LINES` stored lines from vec4 ``base`` at ``lines`` (off the
+    box), else a bit per line that cuts it. Unrolled, with each load volatile so the compiler
+    keeps it after the previous line's exit test: hoisted, the six loads held 24 registers
+    across the walk and the raster spilled (round 57)."""
+    ...
+
+
 @wp.func
 def stored_lines_coverage(lines: wp.uint64, base: int, pixel: int) -> float:
     """Box-filter coverage of the pixel by the box's silhouette, from its stored lines
@@ -2304,16 +2347,9 @@ def stored_lines_coverage(lines: wp.uint64, base: int, pixel: int) -> float:
     once per line that any lane is near (rounds 51 and 52)."""
     x = float(pixel & 0xFFFF)
     y = float(pixel >> 16)
-    cut = int(0)
-    k = int(0)
-    while k < _BOX_LINES:
-        n = load_vec4_at(lines, base + k)
-        sd = stored_line_at(n, x, y)[0]
-        if sd >= n[3]:
-            return 0.0
-        if sd > -n[3]:
-            cut = cut | (1 << k)
-        k += 1
+    cut = lines_across(lines, base, x, y)
+    if cut < 0:
+        return 0.0
     cov = float(1.0)
     cuts = int(0)
     k1 = int(0)
@@ -2974,23 +3010,27 @@ def view_rays(
     cy: float,
     view_base: int,
     # output: the ray of pixel (px, py) is r0.xyz + px r1.xyz + py r2.xyz (unnormalised, through
-    # the pixel centre); r0.w = 1 if the ground plane lies below the camera, r1.w = 1 if the
-    # view is valid (else black)
+    # the pixel centre); r1.w = the view's horizon row (`row_background`), or `NO_VIEW` for an
+    # invalid view (black)
     ray_out: wp.array2d(dtype=wp.vec4),
 ):
     """Thread per view: the raster's per-view ray frame, so a pixel thread loads 3 words instead
-    of the camera origin, basis, world and ground height."""
+    of the camera origin, basis, world and ground height.
+
+    The rig has no roll, so a ray's height depends on its image row w alone: z(w) = a_z + w
+    down_z, with down_z = -cos(pitch) < 0 (|pitch| < 89 deg, `camera.Rig`). The rows past
+    w = -a_z / down_z look below the horizontal, at the ground when it lies below the camera
+    (else no row does: `_FULL`); clamped at -1, below every row."""
     v = view_base + wp.tid()
     b = view_basis[v]
     a = b[0] * focal + b[1] * (cx - 0.5) + b[2] * (cy - 0.5)
-    ground = 0.0
+    horizon = _FULL
     if view_ground[v] < view_origin[v][2]:
-        ground = 1.0
-    valid = -1.0
-    if view_world[v] >= 0:
-        valid = 1.0
-    ray_out[v, 0] = wp.vec4(a[0], a[1], a[2], ground)
-    ray_out[v, 1] = wp.vec4(-b[1][0], -b[1][1], -b[1][2], valid)
+        horizon = wp.clamp(a[2] / b[2][2], -1.0, _FULL)
+    if view_world[v] < 0:
+        horizon = _NO_VIEW
+    ray_out[v, 0] = wp.vec4(a[0], a[1], a[2], 0.0)
+    ray_out[v, 1] = wp.vec4(-b[1][0], -b[1][1], -b[1][2], horizon)
     ray_out[v, 2] = wp.vec4(-b[2][0], -b[2][1], -b[2][2], 0.0)
 
 
@@ -3010,12 +3050,17 @@ def pixel_ray(r0: wp.vec4, r1: wp.vec4, r2: wp.vec4, u: float, w: float) -> wp.v
 
 
 @wp.func
-def ray_background(d: wp.vec3, ground_below: float) -> int:
-    """1 (misc_color's ground) below the horizon, 0 (sky) above: the ray points down and the
-    ground plane (z = the view's ground height) lies below the camera."""
-    if d[2] < -1.0e-6 and ground_below > 0.0:
-        return 1
-    return 0
+def view_drawn(r1: wp.vec4) -> bool:
+    """Whether the view whose `view_rays` frame has middle row ``r1`` is drawn (else black)."""
+    return r1[3] > _NO_VIEW
+
+
+@wp.func
+def row_background(r1: wp.vec4, w: float) -> int:
+    """1 (misc_color's ground) for image row w (pixel centres at integers) below the horizon
+    row of the view whose `view_rays` frame has middle row ``r1``, 0 (sky) above it: a test of
+    the row alone, so a band without entries needs no ray (round 58)."""
+    return wp.where(w > r1[3], 1, 0)
 
 
 RASTER_BLOCK_DIM = block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
@@ -3100,26 +3145,25 @@ def _raster_views(
         # The view's ray frame is loaded per band: held across the loop it would take ~10
         # registers, and the walk is register bound (a wider stack frame spills in its loop).
         r1 = load_vec4(view_ray, 3 * g.view + 1)
-        if r1[3] < 0.0:
+        if not view_drawn(r1):
             # an invalid request (slot -1, empty slot, bad step; 37 % of the env's acting
             # requests): black, stored as bytes
             store_rgb(image_out, image, p[1] * width + p[0], wp.vec3ub(wp.uint8(0)))
             continue
-        r0 = load_vec4(view_ray, 3 * g.view)
-        r2 = load_vec4(view_ray, 3 * g.view + 2)
-        d = pixel_ray(r0, r1, r2, float(p[0]), float(p[1]))
-        bg = ray_background(d, r0[3])
         if band_empty:
             # ~45 % of bands (96x54, pinned scene): ground or sky, stored as bytes: bit for bit
-            # what trace_ray returns for an empty list (0 + 1 * colour), converted.
+            # what trace_ray returns for an empty list (0 + 1 * colour), converted; no ray.
             rgb = sky_rgb
-            if bg == 1:
+            if row_background(r1, float(p[1])) == 1:
                 rgb = ground_rgb
             store_rgb(image_out, image, p[1] * width + p[0], rgb)
             continue
+        r0 = load_vec4(view_ray, 3 * g.view)
+        r2 = load_vec4(view_ray, 3 * g.view + 2)
+        d = pixel_ray(r0, r1, r2, float(p[0]), float(p[1]))
         color = trace_ray(
             d, pack_pixel(p[0], p[1]), rec, g.rec_base, tile_mask, g.mask_row + band * g.words, g.words, face_color,
-            misc_color, bg, pix, near, far, antialias, mode,
+            misc_color, row_background(r1, float(p[1])), pix, near, far, antialias, mode,
         )  # fmt: skip
         store_pixel(image_out, image, width, p[1], p[0], color)
 
@@ -3172,7 +3216,7 @@ def raster_views_ss(
             continue
         r1 = load_vec4(view_ray, 3 * g.view + 1)
         color = wp.vec3(0.0)
-        if r1[3] >= 0.0:
+        if view_drawn(r1):
             r0 = load_vec4(view_ray, 3 * g.view)
             r2 = load_vec4(view_ray, 3 * g.view + 2)
             for sy in range(supersample):
@@ -3183,7 +3227,7 @@ def raster_views_ss(
                     d = pixel_ray(r0, r1, r2, u, w)
                     color += trace_ray(
                         d, pack_pixel(p[0] * supersample + sx, p[1] * supersample + sy), rec, g.rec_base, tile_mask,
-                        g.mask_row + band * g.words, g.words, face_color, misc_color, ray_background(d, r0[3]), pix,
+                        g.mask_row + band * g.words, g.words, face_color, misc_color, row_background(r1, w), pix,
                         near, far, antialias, mode,
                     )  # fmt: skip
             color = color / (ss * ss)

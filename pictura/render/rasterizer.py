@@ -602,6 +602,7 @@ class Renderer:
                 ],
                 outputs=[self._rec, mask],
                 device=self.device,
+                block_dim=kernels.ENTRY_SETUP_BLOCK_DIM,
             )  # fmt: skip
 
     def _clip_x(self) -> float:
