@@ -38,13 +38,27 @@ def trace_one_ray(
     )  # fmt: skip
 
 
+@wp.kernel
+def packed_color_words(colors: wp.array(dtype=wp.vec3), words: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    words[i] = kernels.packed_color_word(colors[i])
+
+
+def packed_color_word(color: tuple[float, float, float]) -> float:
+    """A record's colour word as `entry_setup` stores it (`kernels.packed_color_word`)."""
+    words = wp.zeros(1, dtype=wp.float32, device="cpu")
+    wp.launch(packed_color_words, dim=1, inputs=[wp.array([color], dtype=wp.vec3, device="cpu")], outputs=[words])
+    return float(words.numpy()[0])
+
+
 def light_record(t: float, alpha: float, color: tuple[float, float, float]) -> kernels.EntryRecord:
     """A light disk at distance t on the +x axis, facing the camera, seen with visibility alpha
-    (`entry_setup`'s light record: (p - o, n_x) (n_y, visibility, -, -) (colour, REF_LIGHT))."""
+    (`entry_setup`'s light record: (p - o, n_x) (n_y, visibility, -, -) (packed colour, -, -,
+    REF_LIGHT))."""
     e = kernels.EntryRecord()
     e.r0 = wp.vec4(t, 0.0, 0.0, -1.0)
     e.r1 = wp.vec4(0.0, alpha, 0.0, 0.0)
-    e.r2 = wp.vec4(*color, float(kernels.REF_LIGHT))
+    e.r2 = wp.vec4(packed_color_word(color), 0.0, 0.0, float(kernels.REF_LIGHT))
     e.bound = t - 0.5
     e.r3 = wp.vec3(0.0)
     return e
