@@ -885,8 +885,11 @@ def _gather_lanes_kernel(append_offsets, name: str):
         s0 = table_world_start(slot_table, c.row, num_slots, c.world)
         count = table_world_count(slot_table, c.row, num_slots, c.world)
         p0 = num_slots + c.world * parked_per_world
-        for k in range(0, count + parked_per_world, lanes):
+        # while loops: `range` with the runtime step ``lanes`` tests its sign on every pass
+        k = int(0)
+        while k < count + parked_per_world:
             j = k + lane
+            k += lanes
             s = wp.where(j < count, s0 + j, p0 + j - count)
             b = float(-1.0)
             if j < count + parked_per_world and s != c.slot:
@@ -902,8 +905,10 @@ def _gather_lanes_kernel(append_offsets, name: str):
         base = map_cell_base[m]
         for gy in range(q[1], q[3] + 1):
             e1 = cell_start[base + gy * nx + q[2] + 1]
-            for k in range(cell_start[base + gy * nx + q[0]], e1, lanes):
-                e = k + lane
+            e0 = cell_start[base + gy * nx + q[0]]
+            while e0 < e1:
+                e = e0 + lane
+                e0 += lanes
                 b = float(-1.0)
                 ref = int(0)
                 if e < e1:
@@ -1458,6 +1463,15 @@ def _entry_setup(
     r1 = wp.vec4(0.0)
     r2 = wp.vec4(0.0)
     r3 = wp.vec3(0.0)
+    # A line's and a wall's outline are quads, binned by one `quad_bin` call after the kinds'
+    # branches: called in each, a warp holding both kinds ran it twice (round 60).
+    quad = int(0)
+    q0 = wp.vec3(0.0)
+    q1 = wp.vec3(0.0)
+    q2 = wp.vec3(0.0)
+    q3 = wp.vec3(0.0)
+    quad_shift = float(0.0)
+    quad_first_row = -_FULL
     if kind == _REF_AGENT:
         ca = wp.cos(agent_box[step, i, 3])
         sa = wp.sin(agent_box[step, i, 3])
@@ -1497,11 +1511,13 @@ def _entry_setup(
             # `bin_entry` grows every edge by the band's angular margin (`bin_margin`), which
             # holds across a line; its ends need `BIN_LINE_MARGIN_PX`, so they move out by that
             # less the smallest band margin (at the principal point).
-            end_shift = wp.max(_LINE_MARGIN - bin_margin(0.0, 0.0, focal), 0.0)
-            first_row = line_first_row(basis, zm - o[2], focal, cy, far)
-            rect, edges = quad_bin(
-                pa + dn, pb + dn, pb - dn, pa - dn, o, basis, focal, cx, cy, clip, end_shift, first_row
-            )
+            quad = 1
+            q0 = pa + dn
+            q1 = pb + dn
+            q2 = pb - dn
+            q3 = pa - dn
+            quad_shift = wp.max(_LINE_MARGIN - bin_margin(0.0, 0.0, focal), 0.0)
+            quad_first_row = line_first_row(basis, zm - o[2], focal, cy, far)
     elif kind == _REF_WALL:
         a = wall_a[i]
         b = wall_b[i]
@@ -1519,7 +1535,11 @@ def _entry_setup(
         r2 = wp.vec4(0.0, 0.0, 0.0, float(kind))
         if bin == 1 and seg_len > 0.0:
             hz = wp.vec3(0.0, 0.0, h)
-            rect, edges = quad_bin(a, b, b + hz, a + hz, o, basis, focal, cx, cy, clip, 0.0, -_FULL)
+            quad = 1
+            q0 = a
+            q1 = b
+            q2 = b + hz
+            q3 = a + hz
     else:
         p = light_pos[i]
         hd = light_heading[i]
@@ -1541,6 +1561,8 @@ def _entry_setup(
                     else:
                         rect = rect_add(rect, q, focal, cx, cy)
             edges = rect_edges(rect, -_FULL)
+    if quad == 1:
+        rect, edges = quad_bin(q0, q1, q2, q3, o, basis, focal, cx, cy, clip, quad_shift, quad_first_row)
     if kind == _REF_AGENT:
         # computed after the binning, so they take no registers across it
         axes = box_image_axes(r0, r1, basis, mode)
