@@ -79,8 +79,9 @@ class DrivingEnv(EnvBase):
             ``k, k + len(maps), ...``.
         rig: camera rig (default: the paper's four-camera rig at 96x54).
         render_coverage: box-edge coverage of the renderer (`pictura.render.Renderer`'s
-            ``coverage``): "exact" (default), "silhouette" (exact edges on slivers and roofs
-            too, ~5 % slower renders) or "ramp" (faster renders, coarser box edges:
+            ``coverage``): "silhouette" (default: edges within 0.02 of the exact area, slivers
+            and roofs along the horizon included), "exact" (~3 % faster renders, not on slivers
+            nor roofs along the horizon) or "ramp" (faster still, coarser box edges:
             docs/renderer.md, "Coverage modes").
         sim: simulator settings (`pictura.sim.SimConfig`); its ``agents_per_world`` is replaced
             by the argument above so there is one place to set it.

@@ -193,8 +193,8 @@ _CENTRE_SLACK = wp.constant(BIN_CENTRE_SLACK_PX)
 
 @wp.struct
 class RampCoverage:
-    """Box edges from the in-plane ramp (`Renderer(coverage="ramp")`, ~11 % faster than the
-    default `ExactCoverage` at 96x54 on an H200): a face's coverage ramps over the pixel's
+    """Box edges from the in-plane ramp (`Renderer(coverage="ramp")`, ~13 % faster than the
+    default `SilhouetteCoverage` at 96x54 on an H200): a face's coverage ramps over the pixel's
     footprint in its own plane, exact head-on, up to ~0.33 off on faces seen at an angle
     (docs/renderer.md, Known limits). `entry_setup` and the raster kernels are generic in their
     ``mode`` argument; its type picks the overloads of `box_rect_reach`, `box_image_axes`,
@@ -206,13 +206,13 @@ class RampCoverage:
 
 @wp.struct
 class ExactCoverage:
-    """Box edges from the silhouette's exact screen lines (`Renderer(coverage="exact")`, the
-    default): the pixel's box-filter coverage, within ~0.003 of the exact polygon area away
+    """Box edges from the silhouette's exact screen lines of the face the ray meets
+    (`Renderer(coverage="exact")`, the default from the thirtieth to the thirty-fourth
+    session): the pixel's box-filter coverage, within ~0.003 of the exact polygon area away
     from corners on the test poses, though 2.5 % of edge pixels on random poses are more than
     0.02 off, mostly beside faces under 2 px wide, and roofs along the horizon are up to 0.94
-    off (issue 5; `SilhouetteCoverage` draws both); about 10 % slower than
-    `RampCoverage` at 96x54 on an H200 (2.03 M against 2.27 M agent-steps/s;
-    docs/renderer.md, rounds 27-46 and "Coverage modes")."""
+    off (issue 5; `SilhouetteCoverage`, the default, draws both); about 3 % faster than it at
+    96x54 on an H200 (docs/renderer.md, rounds 27-60 and "Coverage modes")."""
 
     unused: int
 
@@ -220,7 +220,7 @@ class ExactCoverage:
 @wp.struct
 class SilhouetteCoverage:
     """Box edges from the box's silhouette edges themselves (`Renderer(coverage="silhouette")`,
-    rounds 48 and 51): every screen line of an edge between a camera-facing and a hidden face,
+    the default since the thirty-fourth session; rounds 48-60): every screen line of an edge between a camera-facing and a hidden face,
     so the pixel's box-filter coverage is exact wherever at most two of them cut it, slivers
     and roofs at the horizon included (within 0.02 on all but 0.03 % of edge pixels on random
     poses; docs/renderer.md, "Coverage modes"). `entry_setup` writes each cuboid entry's
@@ -3296,10 +3296,11 @@ def coverage_mode(name: str, lines: wp.array | None = None, supersample: int = 1
         mode.supersample = supersample
     return mode
 
-DEFAULT_COVERAGE = "exact"
+DEFAULT_COVERAGE = "silhouette"
 """The coverage mode of `Renderer`, the env (``render_coverage``), the debug tool and the
-benchmarks unless told otherwise: the one that meets both issue 5's coverage (within 0.02 on
-the test poses) and its 2 M agent-steps/s at 96x54 (docs/renderer.md, "Coverage modes")."""
+benchmarks unless told otherwise: the one that meets both issue 5's coverage (within 0.02, on
+the test poses and on random ones) and its 2 M agent-steps/s at 96x54 (docs/renderer.md,
+"Coverage modes")."""
 BINNINGS = {"solo": SoloBinning, "warp": WarpBinning}
 """How `entry_setup` bins its entries (the two structs' docstrings)."""
 ENTRY_SETUP = {

@@ -92,14 +92,16 @@ class Renderer:
         supersample: rays per pixel along each axis (1 = analytic coverage only; 2 = the 2x2
             supersampled reference mode).
         antialias: analytic-coverage antialiasing; False gives hard 1-sample edges.
-        coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`): "exact"
-            (the default, `kernels.DEFAULT_COVERAGE`), the box filter of the silhouette's exact
-            screen lines (within ~0.003 away from its corners on the test poses, not beside
-            faces under ~2 px wide nor on roofs along the horizon); "silhouette", the box filter
-            of every silhouette edge, within 0.02 there too, about 5 % slower; "ramp", a ramp
-            over the pixel's footprint in each face's plane, exact head-on but up to ~0.33 off
-            for faces seen at an angle, about 11 % faster than "exact" at 96x54 on an H200
-            (docs/renderer.md, "Coverage modes").
+        coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`):
+            "silhouette" (the default, `kernels.DEFAULT_COVERAGE`), the box filter of every
+            silhouette edge, within 0.02 of the exact area away from the silhouette's corners,
+            slivers and roofs along the horizon included; "exact", the box filter of the
+            silhouette's screen lines through the face the ray meets (within ~0.003 away from
+            its corners on the test poses, not beside faces under ~2 px wide nor on roofs along
+            the horizon), about 3 % faster; "ramp", a ramp over the pixel's footprint in each
+            face's plane, exact head-on but up to ~0.33 off for faces seen at an angle, about
+            13 % faster than "silhouette" at 96x54 on an H200 (docs/renderer.md, "Coverage
+            modes").
         cell_size: culling grid cell edge (m).
     """
 

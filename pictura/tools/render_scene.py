@@ -24,7 +24,7 @@ Scene JSON (metres, degrees; x east, y north, z up; every key but ``ego`` option
       "stop_lines": [[[40, -7], [40, 0]]],
       "walls": [{"points": [[0, 12], [100, 12]], "height": 4}],
       "lights": [{"position": [45, -8, 4.5], "heading_deg": 180, "state": "red"}],  # red|yellow|green|off
-      "antialias": true, "supersample": 1, "coverage": "exact"      # coverage: exact | silhouette | ramp
+      "antialias": true, "supersample": 1, "coverage": "silhouette" # coverage: silhouette | exact | ramp
     }
 
 Points may be [x, y] (z = 0) or [x, y, z]. ``rig`` takes every `CameraRig` argument.

@@ -36,7 +36,7 @@ MODES = {
 }
 """The modes measured: `Renderer` options. ``supersample2`` is plain 2x2 supersampling, the
 paper's like-for-like antialiasing baseline (its coverage comes in steps of 1/4)."""
-LABELS = {"exact": "exact (the default)", "silhouette": "silhouette", "ramp": "ramp", "supersample2": "2x2 supersampling (the paper's baseline)"}
+LABELS = {"exact": "exact", "silhouette": "silhouette (the default)", "ramp": "ramp", "supersample2": "2x2 supersampling (the paper's baseline)"}
 """`plot_errors`' legend names of the `MODES`."""
 
 
