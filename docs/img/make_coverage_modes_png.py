@@ -1,5 +1,5 @@
 """docs/img/coverage_modes.png: a box turned 0.6 rad at 96x54 (the second pose of
-tests/render/test_coverage.py), drawn with ``coverage="exact"`` (the default), ``coverage="ramp"``
+tests/render/test_coverage.py), drawn with ``coverage="silhouette"`` (the default), ``coverage="exact"``, ``coverage="ramp"``
 and plain 2x2 supersampling (the paper's baseline), each beside its per-pixel coverage error against the exact area of the projected
 silhouette in each pixel (NumPy polygon clipping, the test's reference).
 
@@ -27,7 +27,8 @@ from tests.render.test_rasterizer import EGO, front_renderer, render_one  # noqa
 
 POSE = TURNED[0]
 MODES = (
-    ("exact (default)", {"coverage": "exact"}),
+    ("silhouette (default)", {"coverage": "silhouette"}),
+    ("exact", {"coverage": "exact"}),
     ("ramp", {"coverage": "ramp"}),
     ("2x2 supersampled", {"supersample": 2, "antialias": False}),
 )

@@ -33,8 +33,13 @@ RUNS = (  # label, file: every "render_throughput" line of the pinned scene, cov
     ("2026-12-01, fourteenth session, round 21 (warp-ballot gather)", "2026-12-01_h200_render_session14_round21_sweep.jsonl"),
     ("2026-12-02, twenty-eighth session, round 46 (two fragment slots)", "2026-12-02_h200_render_session28_sweep.jsonl"),
 )
-EXACT_RUNS = (  # the same, `coverage="exact"` lines (dashed): the default since the thirtieth session
-    ("2026-12-03, round 46, coverage=\"exact\" (the default since)", "2026-12-03_h200_render_session30_sweep.jsonl"),
+EXACT_RUNS = (  # the same, `coverage="exact"` lines (dashed): the default from the thirtieth to the thirty-fourth session
+    ("2026-12-03, round 46, coverage=\"exact\"", "2026-12-03_h200_render_session30_sweep.jsonl"),
+    ("2026-12-03, round 59, coverage=\"exact\"", "2026-12-03_h200_render_session34_sweep.jsonl"),
+)
+SILHOUETTE_RUNS = (  # `coverage="silhouette"` lines (dotted): the default since the thirty-fourth session
+    ("2026-12-03, round 55, coverage=\"silhouette\"", "2026-12-03_h200_render_session33_sweep.jsonl"),
+    ("2026-12-03, round 59, coverage=\"silhouette\" (the default since round 60)", "2026-12-03_h200_render_session34_sweep.jsonl"),
 )
 ORDER = ("32x18", "64x36", "96x54", "192x108", "384x216")
 
@@ -69,8 +74,10 @@ def main() -> None:
 
     for (label, name), color in zip(RUNS, colors, strict=True):
         plot_sweep(label, name, "ramp", marker="o", color=color)
-    for label, name in EXACT_RUNS:
-        plot_sweep(label, name, "exact", marker="s", linestyle="--", color=colors[-1])
+    for (label, name), color in zip(EXACT_RUNS, ("tab:gray", colors[-1]), strict=True):
+        plot_sweep(label, name, "exact", marker="s", linestyle="--", color=color)
+    for (label, name), color in zip(SILHOUETTE_RUNS, ("tab:olive", "tab:green"), strict=True):
+        plot_sweep(label, name, "silhouette", marker="^", linestyle=":", color=color)
     ax.plot([2], [5.0e5], marker="*", markersize=15, linestyle="none", color="tab:orange", label="paper (H100, 96x54)")
     ax.plot([2, 3], [2.0e6, 5.0e5], marker="_", markersize=22, linestyle="none", color="tab:red", label="issue 5 targets")
     ax.set_yscale("log")

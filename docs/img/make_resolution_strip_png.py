@@ -1,7 +1,7 @@
 """docs/img/render_resolution_strip.png: the example scene's front view (`python -m pictura
 render --example`) at 32x18, 64x36, 96x54, 192x108 and 384x216 (columns), each shown at 384x216
 with nearest-neighbour upscaling; rows: hard 1-sample edges (``antialias=False``), analytic
-coverage (the default, ``coverage="exact"``), and plain 2x2 supersampling (``supersample=2,
+coverage (the default, ``coverage="silhouette"``), and plain 2x2 supersampling (``supersample=2,
 antialias=False``, the paper's like-for-like baseline).
 
     python docs/img/make_resolution_strip_png.py
