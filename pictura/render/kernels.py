@@ -193,7 +193,7 @@ _CENTRE_SLACK = wp.constant(BIN_CENTRE_SLACK_PX)
 
 @wp.struct
 class RampCoverage:
-    """Box edges from the in-plane ramp (`Renderer(coverage="ramp")`, ~13 % faster than the
+    """Box edges from the in-plane ramp (`Renderer(coverage="ramp")`, ~18 % faster than the
     default `SilhouetteCoverage` at 96x54 on an H200): a face's coverage ramps over the pixel's
     footprint in its own plane, exact head-on, up to ~0.33 off on faces seen at an angle
     (docs/renderer.md, Known limits). `entry_setup` and the raster kernels are generic in their
@@ -211,7 +211,7 @@ class ExactCoverage:
     session): the pixel's box-filter coverage, within ~0.003 of the exact polygon area away
     from corners on the test poses, though 2.5 % of edge pixels on random poses are more than
     0.02 off, mostly beside faces under 2 px wide, and roofs along the horizon are up to 0.94
-    off (issue 5; `SilhouetteCoverage`, the default, draws both); about 3 % faster than it at
+    off (issue 5; `SilhouetteCoverage`, the default, draws both); about 5 % faster than it at
     96x54 on an H200 (docs/renderer.md, rounds 27-60 and "Coverage modes")."""
 
     unused: int

@@ -98,9 +98,9 @@ class Renderer:
             slivers and roofs along the horizon included; "exact", the box filter of the
             silhouette's screen lines through the face the ray meets (within ~0.003 away from
             its corners on the test poses, not beside faces under ~2 px wide nor on roofs along
-            the horizon), about 3 % faster; "ramp", a ramp over the pixel's footprint in each
+            the horizon), about 5 % faster; "ramp", a ramp over the pixel's footprint in each
             face's plane, exact head-on but up to ~0.33 off for faces seen at an angle, about
-            13 % faster than "silhouette" at 96x54 on an H200 (docs/renderer.md, "Coverage
+            18 % faster than "silhouette" at 96x54 on an H200 (docs/renderer.md, "Coverage
             modes").
         cell_size: culling grid cell edge (m).
     """
