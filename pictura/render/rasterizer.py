@@ -588,9 +588,13 @@ class Renderer:
         else:
             mask = self._no_mask
         binning = self._binning()
+        # The id buffer draws by the ramp (`kernels.raster_ids`): its records need no image axes
+        # and no stored lines.
+        coverage = self.coverage if binned else "ramp"
+        mode = self._coverage_mode(0, views) if binned else kernels.coverage_mode(coverage)
         for base, count in self._launch_ranges(views, k):
             wp.launch(
-                kernels.ENTRY_SETUP[self.coverage, binning],
+                kernels.ENTRY_SETUP[coverage, binning],
                 dim=count * k,
                 inputs=[
                     self._view_origin, self._view_basis, self._view_step, self._view_world,
@@ -599,7 +603,7 @@ class Renderer:
                     self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
                     self._line_color, self._light_color,
                     focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, self._bin_mode,
-                    self._shared_bin_tiles, self._coverage_mode(0, views),
+                    self._shared_bin_tiles, mode,
                     kernels.BINNINGS[binning](), base,
                 ],
                 outputs=[self._rec, mask],
