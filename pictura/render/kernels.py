@@ -220,8 +220,8 @@ class ExactCoverage:
 @wp.struct
 class SilhouetteCoverage:
     """Box edges from the box's silhouette edges themselves (`Renderer(coverage="silhouette")`,
-    the default since the thirty-fourth session; rounds 48-60): every screen line of an edge between a camera-facing and a hidden face,
-    so the pixel's box-filter coverage is exact wherever at most two of them cut it, slivers
+    the default since the thirty-fourth session; rounds 48-60): every screen line of an edge
+    between a camera-facing and a hidden face, so the pixel's box-filter coverage is exact wherever at most two of them cut it, slivers
     and roofs at the horizon included (within 0.02 on all but 0.03 % of edge pixels on random
     poses; docs/renderer.md, "Coverage modes"). `entry_setup` writes each cuboid entry's
     `BOX_LINES` lines into ``lines`` (`store_box_lines`), and the raster reads them
@@ -1437,7 +1437,8 @@ def _entry_setup(
              ol = camera in box frame; right / down = the image's axes in the box frame
              (`box_image_axes`: `ExactCoverage` only, which also grows the box's rectangle by
              `BOX_REACH_EXTRA_PX`: `box_rect_reach`), else 0
-      line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, reject margin) (packed colour: `packed_color_word`, -, -, R)
+      line   (a - o [xy], u [xy]) (length, plane z - o_z, half width, reject margin)
+             (packed colour: `packed_color_word`, -, -, R)
       wall   (a - o, u_x) (u_y, length, b_z - a_z, height) (-, -, -, R)
       light  (p - o, n_x) (n_y, angular visibility, -, -) (packed colour, -, -, R)
     R = the entry's REF_* kind as a float, so the raster needs no list reference.
@@ -2342,7 +2343,8 @@ return cut;
 def lines_across(lines: wp.uint64, base: int, x: float, y: float) -> int:
     """First pass of `stored_lines_coverage`: -1 when the pixel at grid point (x, y) lies
     wholly outside one of the `BOX_LINES` stored lines from vec4 ``base`` at ``lines`` (off the
-    box), else a bit per line that cuts it. Unrolled, with each load volatile so the compiler
+    box), else a bit per line that cuts it. A line's value is `stored_line_at`'s, written out
+    in the same order of multiply-adds (native code cannot call a `wp.func`). Unrolled, with each load volatile so the compiler
     keeps it after the previous line's exit test: hoisted, the six loads held 24 registers
     across the walk and the raster spilled (round 57)."""
     ...
@@ -2366,8 +2368,9 @@ def stored_lines_coverage(lines: wp.uint64, base: int, pixel: int) -> float:
     No face is needed: the lines are the silhouette's own, so a sliver's far edge, a side seen
     nearly edge-on and a roof seen from just above come out as exact as a face seen head-on
     (round 48). The lines are made once per entry, not per pixel, in the pixels' own
-    coordinates (round 53); the loops are not unrolled (unrolled, the compiler hoisted the
-    loads and the raster spilled); and the area of a line across the pixel waits for the
+    coordinates (round 53); the first pass is unrolled with its loads kept in order
+    (`lines_across`, round 57), the second is a loop (unrolled, the compiler hoisted its loads
+    and the raster spilled); and the area of a line across the pixel waits for the
     second pass, where a warp runs it once per line that cuts some lane's pixel instead of
     once per line that any lane is near (rounds 51 and 52)."""
     x = float(pixel & 0xFFFF)
@@ -2748,7 +2751,7 @@ def pack_color(c: wp.vec3) -> int:
 @wp.func
 def packed_color_word(c: wp.vec3) -> float:
     """`pack_color` (c) as a record word (its bits as a float32, `wp.cast`): a line's or a
-    light's colour is packed once per entry by `entry_setup`, not per fragment (round 58)."""
+    light's colour is packed once per entry by `entry_setup`, not per fragment (round 59)."""
     return wp.cast(pack_color(c), wp.float32)
 
 
@@ -3196,6 +3199,9 @@ def _raster_views(
         if band_empty:
             # ~45 % of bands (96x54, pinned scene): ground or sky, stored as bytes: bit for bit
             # what trace_ray returns for an empty list (0 + 1 * colour), converted; no ray.
+            # `row_background` is taken in each branch rather than once before them: held
+            # across the branch, it raised the raster's spills (ptxas, sm_90: 4,608 -> 6,144
+            # bytes per block for the silhouette mode, round 58).
             rgb = sky_rgb
             if row_background(r1, float(p[1])) == 1:
                 rgb = ground_rgb

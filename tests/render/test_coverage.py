@@ -6,8 +6,8 @@ faces' colours and depth shading do not enter it (`box_coverage_map`). The defau
 `coverage="silhouette"`, meets it on every pose here, horizon included. `coverage="exact"`
 meets the target on the hand-picked poses, but not on every random one
 (`python -m tests.render.coverage_scan`), nor next to the horizon, which its tests leave out
-(`HORIZON_PX`); two random misses and the horizon are strict xfails. The faster `coverage="ramp"` meets it for a
-box seen head-on, not for a box turned so that a face is seen at an angle (docs/renderer.md,
+(`HORIZON_PX`); two random misses and the horizon are strict xfails. The faster
+`coverage="ramp"` meets it for a box seen head-on, not for a box turned so that a face is seen at an angle (docs/renderer.md,
 Known limits): those cases are strict xfails, so they turn into failures the day the ramp becomes
 exact, and a second test guards the ramp's present error so that it cannot grow unnoticed.
 """
