@@ -7,8 +7,11 @@ reward kernels and the observation normaliser.
 
 from __future__ import annotations
 
+import difflib
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 from pictura.sim.features import CONDITIONING_NAMES
 
@@ -52,6 +55,36 @@ CONDITIONING_TABLE: tuple[Coefficient, ...] = (
     Coefficient("c_acc", 2.0 / 3.0, 1.5, "umix"),
 )
 """Table 2 of the paper, in `pictura.sim.features.CONDITIONING_NAMES` order."""
+
+
+_ROW_FIELDS = ("low", "high", "kind")
+
+
+def conditioning_table(overrides: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[Coefficient, ...]:
+    """Table 2 with the rows named in ``overrides`` changed field by field.
+
+    ``overrides`` maps a coefficient name to the fields it changes, e.g.
+    ``{"alpha_collision": {"low": 0.5, "high": 2.0}}``; unnamed rows and fields keep Table 2.
+    A name or field that does not exist is an error naming it (and the nearest valid name).
+    """
+    rows = {c.name: c for c in CONDITIONING_TABLE}
+    for name, fields in (overrides or {}).items():
+        if name not in rows:
+            near = difflib.get_close_matches(str(name), CONDITIONING_NAMES, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(
+                f"SimConfig.conditioning: unknown coefficient {name!r}{hint}; names: {', '.join(CONDITIONING_NAMES)}"
+            )
+        if not isinstance(fields, Mapping):
+            raise ValueError(
+                f"SimConfig.conditioning[{name!r}] must map fields {_ROW_FIELDS} to values, got {fields!r}"
+            )
+        unknown = sorted(set(fields) - set(_ROW_FIELDS))
+        if unknown:
+            raise ValueError(f"SimConfig.conditioning[{name!r}]: unknown field(s) {unknown}; fields: {_ROW_FIELDS}")
+        typed = {k: (str(v) if k == "kind" else float(v)) for k, v in fields.items()}
+        rows[name] = replace(rows[name], **typed)
+    return tuple(rows[name] for name in CONDITIONING_NAMES)
 
 
 def _check_range(name: str, value: tuple[float, float], low: float | None = None) -> None:
@@ -120,16 +153,19 @@ class SimConfig:
     parked_height: float = 1.5
     spawn_speed_fraction: float = 0.5  # initial speed ~ U(0, this x lane speed limit)
     eval: bool = False  # eval sizes, eval light timings, goal radius eval_goal_radius, eval_v_max
-    # None = Table 2 (`CONDITIONING_TABLE`): a None default, not the table's instances, is what
-    # lets config files override other SimConfig fields (jsonargparse cannot serialise them).
-    conditioning: tuple[Coefficient, ...] | None = None
+    collision_speed_weight: float = 0.1  # the collision penalty is -(alpha_collision + this x |v|)
+    # Table 2 (`CONDITIONING_TABLE`), or changes to some of its rows by name:
+    #   conditioning: {alpha_collision: {low: 0.5, high: 2.0}}
+    # or every row in order (a list of {name, low, high, kind}). A None default, not the table's
+    # instances, is what lets config files override other fields (jsonargparse cannot serialise them).
+    conditioning: tuple[Coefficient, ...] | dict[str, dict[str, float | str]] | None = None
 
     def __post_init__(self) -> None:
-        if self.conditioning is None:
-            object.__setattr__(self, "conditioning", CONDITIONING_TABLE)
-        else:  # lists and dicts from a config file -> the frozen table rows
+        if self.conditioning is None or isinstance(self.conditioning, Mapping):
+            rows = conditioning_table(self.conditioning)
+        else:  # a whole table: lists and dicts from a config file -> the frozen table rows
             rows = tuple(c if isinstance(c, Coefficient) else Coefficient(**c) for c in self.conditioning)
-            object.__setattr__(self, "conditioning", rows)
+        object.__setattr__(self, "conditioning", rows)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first impossible field."""
@@ -228,6 +264,10 @@ class SimConfig:
                 raise ValueError(f"SimConfig.{name} must be > 0, got {getattr(self, name)}")
         if self.parked_per_world < 0:
             raise ValueError(f"SimConfig.parked_per_world must be >= 0, got {self.parked_per_world}")
+        if not (self.collision_speed_weight >= 0 and math.isfinite(self.collision_speed_weight)):
+            raise ValueError(
+                f"SimConfig.collision_speed_weight must be finite and >= 0, got {self.collision_speed_weight}"
+            )
         if not 0.0 <= self.spawn_speed_fraction <= 1.0:
             raise ValueError(
                 f"SimConfig.spawn_speed_fraction must be in [0, 1], got {self.spawn_speed_fraction}"

@@ -324,7 +324,15 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     state_out.events[slot, _E_RED_LIGHT] = red_light
     state_out.events[slot, _E_GOAL] = paid
     write_rewards(
-        state_out, slot, model.dt, paid, collision, offroad, red_light, lane_speed_limit(model, lane)
+        state_out,
+        slot,
+        model.dt,
+        paid,
+        collision,
+        offroad,
+        red_light,
+        lane_speed_limit(model, lane),
+        model.collision_speed_weight,
     )
 
     if offroad != 0 or collision != 0 or red_light != 0:

@@ -1,7 +1,8 @@
 """Reward terms (REFERENCE.md "Reward terms"): named columns, each scaled by the agent's Table 2
 coefficient, summed into ``State.reward``.
 
-All eleven terms are computed (pedestrian-specific zeroing comes with pedestrians, issue 3).
+All eleven terms are computed for every agent type; a pedestrian pays only goal and collision
+because its other coefficients are 0 (`pictura.sim.spawn`).
 Terms that need a lane (lane align, lane centre, velocity) are 0 when no lane is associated.
 """
 
@@ -39,8 +40,6 @@ from pictura.sim.features import (
 )
 from pictura.sim.state import StateData
 
-COLLISION_SPEED_WEIGHT = 0.1
-"""Collision penalty grows by this x |v| (REFERENCE.md; the damaged Eq. 4 prints 1)."""
 COMFORT_ACCEL = 3.0
 """m/s^2 beyond which |a_long| or |a_lat| counts as uncomfortable."""
 COMFORT_JERK = 5.0
@@ -53,31 +52,6 @@ VELOCITY_MIN = 2.5
 OVERSPEED_MARGIN = 2.0
 """m/s over the limit before the overspeed penalty fires."""
 
-_C_COLLISION = wp.constant(COND_COLLISION)
-_C_OFFROAD = wp.constant(COND_OFFROAD)
-_C_STOP_LINE = wp.constant(COND_STOP_LINE)
-_C_COMFORT = wp.constant(COND_COMFORT)
-_C_LANE_ALIGN = wp.constant(COND_LANE_ALIGN)
-_C_VEL_ALIGN = wp.constant(COND_VEL_ALIGN)
-_C_LANE_CENTER = wp.constant(COND_LANE_CENTER)
-_C_CENTER_BIAS = wp.constant(COND_CENTER_BIAS)
-_C_VELOCITY = wp.constant(COND_VELOCITY)
-_C_REVERSE = wp.constant(COND_REVERSE)
-_C_OVERSPEED = wp.constant(COND_OVERSPEED)
-_C_TIMESTEP = wp.constant(COND_TIMESTEP)
-_T_GOAL = wp.constant(TERM_GOAL)
-_T_COLLISION = wp.constant(TERM_COLLISION)
-_T_OFFROAD = wp.constant(TERM_OFFROAD)
-_T_RED_LIGHT = wp.constant(TERM_RED_LIGHT)
-_T_COMFORT = wp.constant(TERM_COMFORT)
-_T_LANE_ALIGN = wp.constant(TERM_LANE_ALIGN)
-_T_LANE_CENTER = wp.constant(TERM_LANE_CENTER)
-_T_VELOCITY = wp.constant(TERM_VELOCITY)
-_T_OVERSPEED = wp.constant(TERM_OVERSPEED)
-_T_REVERSE = wp.constant(TERM_REVERSE)
-_T_TIMESTEP = wp.constant(TERM_TIMESTEP)
-_NUM_TERMS = wp.constant(NUM_REWARD_TERMS)
-
 
 @wp.func
 def write_rewards(
@@ -89,6 +63,7 @@ def write_rewards(
     offroad: int,
     red_light: int,
     speed_limit: float,
+    collision_speed_weight: float,
 ):
     """Fill ``state.reward_terms[slot]`` and ``state.reward[slot]`` for this step."""
     v = state.speed[slot]
@@ -97,15 +72,15 @@ def write_rewards(
     on_lane = state.lane[slot] >= 0
     theta = state.lane_heading_error[slot]
     cos_t = wp.cos(theta)
-    d = wp.abs(state.lane_offset[slot] - state.conditioning[slot, _C_CENTER_BIAS])
+    d = wp.abs(state.lane_offset[slot] - state.conditioning[slot, COND_CENTER_BIAS])
 
-    terms = wp.vector(dtype=float, length=_NUM_TERMS)
-    terms[_T_GOAL] = float(goal_paid)
-    terms[_T_COLLISION] = -(
-        state.conditioning[slot, _C_COLLISION] + COLLISION_SPEED_WEIGHT * wp.abs(v)
+    terms = wp.vector(dtype=float, length=NUM_REWARD_TERMS)
+    terms[TERM_GOAL] = float(goal_paid)
+    terms[TERM_COLLISION] = -(
+        state.conditioning[slot, COND_COLLISION] + collision_speed_weight * wp.abs(v)
     ) * float(collision)
-    terms[_T_OFFROAD] = -state.conditioning[slot, _C_OFFROAD] * float(offroad)
-    terms[_T_RED_LIGHT] = -state.conditioning[slot, _C_STOP_LINE] * float(red_light)
+    terms[TERM_OFFROAD] = -state.conditioning[slot, COND_OFFROAD] * float(offroad)
+    terms[TERM_RED_LIGHT] = -state.conditioning[slot, COND_STOP_LINE] * float(red_light)
     discomfort = float(0.0)
     if wp.abs(a_long) > COMFORT_ACCEL:
         discomfort += 1.0
@@ -113,30 +88,30 @@ def write_rewards(
         discomfort += 1.0
     if wp.abs(state.jerk_long[slot]) > COMFORT_JERK or wp.abs(state.jerk_lat[slot]) > COMFORT_JERK:
         discomfort += 1.0
-    terms[_T_COMFORT] = -state.conditioning[slot, _C_COMFORT] * discomfort
+    terms[TERM_COMFORT] = -state.conditioning[slot, COND_COMFORT] * discomfort
     if on_lane:
         align = (
             wp.min(cos_t, 0.0)
-            + state.conditioning[slot, _C_VEL_ALIGN] * wp.min(v * cos_t, 0.0)
+            + state.conditioning[slot, COND_VEL_ALIGN] * wp.min(v * cos_t, 0.0)
             + ALIGN_BONUS * (1.0 - 2.0 * wp.abs(theta) / wp.pi)
         )
-        terms[_T_LANE_ALIGN] = state.conditioning[slot, _C_LANE_ALIGN] * dt * align
+        terms[TERM_LANE_ALIGN] = state.conditioning[slot, COND_LANE_ALIGN] * dt * align
         aligned = float(0.0)
         if cos_t > CENTER_ALIGNED_COS:
             aligned = 1.0
-        terms[_T_LANE_CENTER] = (
-            -state.conditioning[slot, _C_LANE_CENTER] * dt * (aligned * d - CENTER_BONUS * wp.exp(-(d - 0.5)))
+        terms[TERM_LANE_CENTER] = (
+            -state.conditioning[slot, COND_LANE_CENTER] * dt * (aligned * d - CENTER_BONUS * wp.exp(-(d - 0.5)))
         )
         if v > VELOCITY_MIN:
-            terms[_T_VELOCITY] = state.conditioning[slot, _C_VELOCITY] * dt * wp.max(cos_t, 0.0)
+            terms[TERM_VELOCITY] = state.conditioning[slot, COND_VELOCITY] * dt * wp.max(cos_t, 0.0)
     if v > speed_limit + OVERSPEED_MARGIN:
-        terms[_T_OVERSPEED] = -state.conditioning[slot, _C_OVERSPEED]
+        terms[TERM_OVERSPEED] = -state.conditioning[slot, COND_OVERSPEED]
     if v < 0.0:
-        terms[_T_REVERSE] = -state.conditioning[slot, _C_REVERSE] * dt
+        terms[TERM_REVERSE] = -state.conditioning[slot, COND_REVERSE] * dt
     if v != 0.0 or a_long != 0.0 or a_lat != 0.0:
-        terms[_T_TIMESTEP] = -state.conditioning[slot, _C_TIMESTEP] * dt
+        terms[TERM_TIMESTEP] = -state.conditioning[slot, COND_TIMESTEP] * dt
     total = float(0.0)
-    for k in range(_NUM_TERMS):
+    for k in range(NUM_REWARD_TERMS):
         state.reward_terms[slot, k] = terms[k]
         total += terms[k]
     state.reward[slot] = total

@@ -119,3 +119,18 @@ def test_config_file_overrides_simulator_settings(tmp_path):
     sim = cli.model.env_factory.keywords["sim"]
     assert (sim.episode_length, sim.goal_spacing_m) == (100, (10.0, 30.0))
     assert sim.pedestrian_fraction == 0.1  # the rest keeps its defaults
+
+
+def test_config_file_sets_one_reward_coefficient_by_name(tmp_path):
+    overlay = tmp_path / "reward.yaml"
+    overlay.write_text(
+        "model:\n  init_args:\n    env:\n      init_args:\n        sim:\n"
+        "          collision_speed_weight: 0.2\n"
+        "          conditioning:\n            alpha_collision: {low: 0.5, high: 2.0}\n"
+    )
+    argv = ["fit", "-c", str(CONFIGS / "alberti.yaml"), "-c", str(CONFIGS / "cpu.yaml"), "-c", str(overlay)]
+    cli = run_lightning_cli([*argv, f"--trainer.default_root_dir={tmp_path}"], run=False)
+    sim = cli.model.env_factory.keywords["sim"]
+    rows = {c.name: (c.low, c.high) for c in sim.conditioning}
+    assert rows["alpha_collision"] == (0.5, 2.0) and rows["alpha_offroad"] == (0.0, 3.0)
+    assert sim.collision_speed_weight == 0.2

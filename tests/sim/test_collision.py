@@ -140,3 +140,31 @@ def test_fast_agents_cannot_pass_through_each_other():
     p = s1.pos.numpy()
     assert p[0, 0] > 1.5 and p[1, 0] < -1.5  # no end-of-step overlap
     assert s1.events.numpy()[:, EVENTS.index("collision")].tolist() == [1, 1, 0]
+
+
+def test_collision_penalty_grows_with_speed_by_the_configured_weight():
+    """REFERENCE.md: -(a_collision + 0.1 |v|); `SimConfig.collision_speed_weight` sets the 0.1."""
+    for weight in (0.1, 0.7):
+        cfg = vehicle_config(agents_per_world=(3, 3), episode_length=1000, collision_speed_weight=weight)
+        model, s0, s1, ctl = make_world([without_edges(loop_map())], [0], 3, cfg)
+        reset(model, s0, 0)
+        ctl.action.assign(np.full(3, 7, np.int32))  # zero jerk: the speed stays 5 m/s over the step
+        zeros = np.zeros(3)
+        set_slots(
+            s0,
+            valid=[1, 1, 1],
+            halted=[0, 0, 0],
+            pos=[[0, 0, 0], [3, 0, 0], [50, 0, 0]],  # 0 and 1 overlap by 1 m and move together
+            speed=[5, 5, 5],
+            accel_long=zeros,
+            accel_lat=zeros,
+            steering=zeros,
+            heading=zeros,
+            length=[4, 4, 4],
+            width=[2, 2, 2],
+        )
+        alpha = s0.conditioning.numpy()[:, COND_COLLISION]
+        step(model, s0, ctl, s1)
+        assert s1.events.numpy()[:, EVENTS.index("collision")].tolist() == [1, 1, 0]
+        penalty = s1.reward_terms.numpy()[:2, REWARD_TERMS.index("collision")]
+        np.testing.assert_allclose(penalty, -(alpha[:2] + weight * 5.0), rtol=1e-5)

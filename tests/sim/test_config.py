@@ -116,3 +116,31 @@ def test_conditioning_defaults_to_table_2_and_accepts_rows_from_a_config_file():
     assert config.conditioning[0] == Coefficient("delta_goal", 3.0, 4.0, "uniform")
     assert config.conditioning[1:] == CONDITIONING_TABLE[1:]
     config.validate()
+
+
+def test_a_coefficient_is_changed_by_name_without_restating_the_table():
+    config = SimConfig(conditioning={"alpha_collision": {"low": 0.5, "high": 2.0}})
+    config.validate()
+    rows = {c.name: (c.low, c.high, c.kind) for c in config.conditioning}
+    assert rows["alpha_collision"] == (0.5, 2.0, "uniform")
+    assert rows["alpha_offroad"] == (0.0, 3.0, "uniform")  # Table 2's row, untouched
+    assert tuple(rows) == CONDITIONING_NAMES
+    assert SimConfig(conditioning={"c_acc": {"kind": "fixed", "low": 1.0, "high": 1.0}}).conditioning[-1].kind == "fixed"
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"alpha_colision": {"low": 1.0}}, "unknown coefficient 'alpha_colision'.*alpha_collision"),
+        ({"alpha_collision": {"lo": 1.0}}, r"alpha_collision.*unknown field.*'lo'"),
+        ({"alpha_collision": 1.0}, r"conditioning\['alpha_collision'\] must map fields"),
+    ],
+)
+def test_a_misspelt_coefficient_is_an_error_naming_it(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        SimConfig(conditioning=overrides)
+
+
+def test_collision_speed_weight_is_validated():
+    with pytest.raises(ValueError, match="collision_speed_weight"):
+        SimConfig(collision_speed_weight=-0.1).validate()
