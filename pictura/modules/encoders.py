@@ -271,7 +271,7 @@ class ActorCritic(nn.Module):
         Why: under PyTorch's default each Linear + GELU keeps about 1/12 of its input's
         variance, so after the group MLP and four trunk layers the trunk output hardly depends
         on the observation at initialisation (its spread across states was 2-10 % of its
-        magnitude, twenty-third session). An orthogonal weight of gain sqrt(2) keeps the spread
+        magnitude at initialisation). An orthogonal weight of gain sqrt(2) keeps the spread
         through each layer. The heads keep their own init (`build_trunk`)."""
         if init not in WEIGHT_INITS:
             raise ValueError(f"init must be one of {WEIGHT_INITS}, got {init!r}")

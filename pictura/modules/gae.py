@@ -109,7 +109,7 @@ class ReturnNormalizer(nn.Module):
     spread is ``sqrt(mean_sq - mean^2)``, at least ``min_std``. The statistics are buffers, so
     they are saved in checkpoints. Why: with gamma 0.999 the returns' spread grew ~9x within
     minutes of training, and the value loss and the gradient norm with it, so the value
-    regression likely steers the shared trunk (docs/results.md, eighteenth session).
+    regression likely steers the shared trunk (docs/results.md).
 
     Args:
         ema_coef: EMA coefficient across rollouts (0.25, as the advantage filter's).

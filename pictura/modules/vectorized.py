@@ -85,38 +85,29 @@ class VectorizedPolicy(ActorCritic):
             equal ``6 * group_width`` (a check that the trunk is the one of Table 4).
         trunk_width, trunk_layers: backbone MLP (4 x 512, GELU), the same as `AlbertiPolicy`.
         group_norm: not in Table 4 (off): a LayerNorm inside each of the six group encoders,
-            between the first layer and the GELU, as PufferDrive's entity encoders have. Why
-            it exists: the vectorized agent's gradient norm runs 4-79 where Alberti's, whose
-            image branch has LayerNorms, runs 0.8-3.5, and its collisions do not fall in minutes
-            (docs/results.md, nineteenth session). Measured once (twentieth session): goals and
-            off-road improve faster per agent-step, at-fault collisions rise.
+            between the first layer and the GELU, as PufferDrive's entity encoders have. It
+            exists because the vectorized agent's gradient norm runs an order of magnitude above
+            Alberti's, whose image branch has LayerNorms; with it goals and off-road improved
+            faster per agent-step but at-fault collisions rose (docs/results.md).
         partner_position_gain: not in Table 4 (1.0): the partner set's relative x, y and
             distance are multiplied by it before their encoder, i.e. measured in units of
-            200 m / gain instead of the peers' 200 m. Why it exists: a car 5 m away differs from
-            one 10 m away by 0.025 in those inputs, and AdamW moves a weight by at most about
-            the learning rate per step, so over a few thousand steps the first layer can hardly
-            grow enough to tell near cars apart. Measured once (twentieth session, gain 10):
-            collisions 19.8 -> 19.0 %, no clear change.
+            200 m / gain instead of the peers' 200 m. A car 5 m away differs from one 10 m away
+            by 0.025 in those inputs, and AdamW moves a weight by at most about the learning
+            rate per step, so in a short run the first layer can hardly grow enough to tell near
+            cars apart.
         critic_trunk: not in Table 4 (off): the critic head reads a trunk of its own (4 x 512,
-            ~0.98 M more parameters), so the value loss no longer steers the actor's trunk.
-            Why it exists: in the twentieth session's vectorized runs the value term's gradient
-            was 6-29x the policy term's (`train/grad_norm/{value,policy}`). Measured once
-            (twenty-first session): it did not help (collisions 22.0 %); `vf_coef` 0.1 did.
+            ~0.98 M more parameters), so the value loss no longer steers the actor's trunk
+            (the value term's gradient can be several times the policy term's,
+            `train/grad_norm/{value,policy}`). It did not lower collisions; a smaller `vf_coef`
+            did (docs/results.md).
         map_position_gain: not in Table 4 (1.0): the same for the map sets, whose positions
-            (`MAP_POSITION_COLUMNS`) are multiplied by it. Why it exists: a road edge 1 m away
-            differs from one 2 m away by 0.005 of an input, and the vectorized agent's off-road
-            rate stayed at 51-60 % where Alberti's, which sees the near road magnified by the
-            perspective, falls to 35 % in the same agent-steps. Measured (twenty-third session,
-            both gains 10, Table 5's `vf_coef` 0.5, Alberti's 82 M agent-steps, three seeds):
-            at-fault collisions 19.8 -> 14.1-16.5 %, off-road 75 -> 56-70 %, goals 0.00 ->
-            0.06-0.13; without the gains the agent hardly learns to drive in that budget (goals
-            0.01, distance per episode unchanged). `configs/position_gain.yaml` sets both.
+            (`MAP_POSITION_COLUMNS`) are multiplied by it: a road edge 1 m away differs from
+            one 2 m away by 0.005 of an input. With both gains at 10 the agent learns to drive
+            in Alberti's budget, without them it hardly does (docs/results.md);
+            `configs/position_gain.yaml` sets both.
         init: the hidden layers' initialisation, "torch" (PyTorch's defaults) or "orthogonal"
-            (`ActorCritic.initialize`). Measured (twenty-fourth session, the gains, Alberti's
-            82 M agent-steps, three seeds each, paired): orthogonal learns to drive faster
-            (off-road -26 against -10 points, goals +0.30 against +0.12) but its per-episode
-            at-fault collisions fall less (-1.7 against -4.4 points) and rose over ~260 M, so
-            the configs keep "torch".
+            (`ActorCritic.initialize`). Orthogonal learns to drive faster but its at-fault
+            collisions fall less (docs/results.md), so the configs keep "torch".
     """
 
     OBSERVATION_KEYS = OBSERVATION_KEYS

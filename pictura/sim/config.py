@@ -129,7 +129,7 @@ class SimConfig:
     light_always_green_p: float = 0.05
     eval_light_s: tuple[float, float, float] = (10.0, 3.0, 2.0)  # green, yellow, red
     eval_v_max: float = 20.0  # forward speed cap in eval (replaces v_max when eval)
-    # Agent types (issue 3): the share of each world's agents drawn as pedestrians / cyclists
+    # Agent types: the share of each world's agents drawn as pedestrians / cyclists
     # (the rest are vehicles), their sizes and limits. Pedestrians and cyclists keep their sizes
     # in eval.
     pedestrian_fraction: float = 0.1

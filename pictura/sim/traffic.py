@@ -1,4 +1,4 @@
-"""Traffic-light schedules: each junction cycles its light groups (basic version, issue 2).
+"""Traffic-light schedules: each junction cycles its light groups.
 
 A junction with G groups has a period of G x (green + yellow + red) seconds: in its turn a group
 shows green, then yellow, then red for the all-red clearance while every other group is red.
