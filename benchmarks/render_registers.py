@@ -9,8 +9,8 @@ the bytes of stack frame, spill stores and spill loads. One JSON line per kernel
 environment's tuning knobs (docs/renderer.md) apply, so a register cap can be compared with
 another, or a code change with the last commit, in seconds on a machine with no GPU.
 
-The raster is bound by its register cap (docs/renderer.md, round 19): spills there cost
-local-memory traffic in its walk. These static counts say where a change moves the pressure;
+The raster is bound by its register cap (docs/renderer.md, "Design decisions"): spills there
+cost local-memory traffic in its walk. These static counts say where a change moves the pressure;
 only a GPU run (`render_ab.py`) says what that is worth.
 """
 

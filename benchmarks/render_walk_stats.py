@@ -11,12 +11,12 @@ any of its pixels walked and which of those left a fragment (coverage > 0) in at
 of them. The line gives, per non-empty band, the entries binned, walked and drawing, by kind:
 the walk's cost is the entries walked, its useful work the ones drawing. ``partial`` counts the
 entries drawing with a coverage strictly between 0 and 1 in some pixel of the band: the band's
-warp meets the entry's edge there (docs/renderer.md, round 23).
+warp meets the entry's edge there.
 
 ``--by-row`` adds one ``render_walk_rows`` line per resolution: per band row (its first pixel
 row), the fraction of non-empty bands, the entries walked and drawing per non-empty band, and
-the row's share of all walked entries and of the walked lines that draw nowhere in their band
-(how round 17 in docs/renderer.md found its waste at the horizon).
+the row's share of all walked entries and of the walked lines that draw nowhere in their band:
+where in the image the walk's waste sits (e.g. ground lines just above the horizon).
 
 ``--check-bins`` also renders every view with each entry binned to every band
 (``Renderer._bin_mode = 0``) and reports how many pixels differ from the tight bins: any

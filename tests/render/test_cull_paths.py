@@ -446,8 +446,8 @@ def test_ground_lines_bin_only_to_bands_near_their_projection(town):
     # NumPy reference: project each line entry's end points with the view's camera; every band
     # the line is binned to must come within the line's reach of that segment's screen
     # rectangle: the strip's projected half width, the 1.5 px end margin, the largest band
-    # margin and half a pixel. Lines too short to have an outline (a dash under a pixel in
-    # area) used to take both bands of every tile their rectangle touched.
+    # margin and half a pixel. This holds for lines too short to have an outline (a dash under
+    # a pixel in area) too: they must not take both bands of every tile their rectangle touches.
     road_map, layout, boxes, lights, requests = town
     rig = CameraRig(width=96, height=54)
     r = Renderer([road_map], layout, rig)
