@@ -70,6 +70,18 @@ WARP_BINNING_VIEW_PIXELS = 10_000
 96x54, where a warp's entries are small."""
 
 
+def background_color(rgb, name: str) -> tuple[float, float, float]:
+    """``rgb`` as a linear colour of three floats in [0, 1]; anything else is an error naming
+    ``name`` (no clamping: a colour out of range is a mistake in the scene)."""
+    try:
+        values = tuple(float(x) for x in rgb)
+    except (TypeError, ValueError):
+        values = ()
+    if len(values) != 3 or not all(0.0 <= x <= 1.0 for x in values):
+        raise ValueError(f"{name} must be 3 linear RGB floats in [0, 1], got {rgb!r}")
+    return values
+
+
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
     return tuple(int(x) for x in a.shape)
 
@@ -103,6 +115,8 @@ class Renderer:
             18 % faster than "silhouette" at 96x54 on an H200 (docs/renderer.md, "Coverage
             modes").
         cell_size: culling grid cell edge (m).
+        sky, ground: background colours (linear RGB, each channel in [0, 1]) above and below
+            the horizon; `palette.SKY` and `palette.GROUND` by default.
     """
 
     def __init__(
@@ -117,6 +131,8 @@ class Renderer:
         antialias: bool = True,
         coverage: str = kernels.DEFAULT_COVERAGE,
         cell_size: float = 16.0,
+        sky: tuple[float, float, float] = SKY,
+        ground: tuple[float, float, float] = GROUND,
     ) -> None:
         if list_capacity < 1:
             raise ValueError(f"list_capacity must be >= 1, got {list_capacity}")
@@ -127,6 +143,8 @@ class Renderer:
         if coverage not in kernels.COVERAGE_MODES:
             raise ValueError(f"coverage must be one of {sorted(kernels.COVERAGE_MODES)}, got {coverage!r}")
         _check_layout(road_maps, layout)
+        self.sky = background_color(sky, "sky")
+        self.ground = background_color(ground, "ground")
         self.road_maps = list(road_maps)
         self.layout = layout
         self.rig = rig
@@ -198,7 +216,7 @@ class Renderer:
         self._face_color = arr(AGENT_FACE_COLOR.reshape(-1, 3), wp.vec3)
         self._line_color = arr(LINE_COLOR, wp.vec3)
         self._light_color = arr(LIGHT_COLOR, wp.vec3)
-        self._misc_color = arr(np.array([SKY, GROUND, WALL], np.float32), wp.vec3)
+        self._misc_color = arr(np.array([self.sky, self.ground, WALL], np.float32), wp.vec3)
         # Sky and ground as output bytes, for the raster's empty bands: converted by the same
         # function on the same device as every other pixel, so the bytes are the same.
         misc_bytes = wp.zeros(2, dtype=wp.vec3ub, device=self.device)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import pictura.render.rasterizer as rasterizer
 from pictura.maps.roadmap import AGENT_VEHICLE
 from pictura.render.palette import GROUND, SKY, to_uint8
 from tests.render.conftest import boxes, front_silhouette, polygon_pixel_area
@@ -51,17 +50,12 @@ RAMP_WITHIN = 0.14  # main's in-plane ramp: 0.006 head-on, 0.058-0.132 on these 
 
 def box_coverage_map(pose, **options) -> np.ndarray:
     """(H, W): the box's coverage of each pixel, read from two renders of it over a black and a
-    white background (`rasterizer.SKY`, `rasterizer.GROUND`): a pixel is (1 - c) bg + c face, so
+    white background (the `Renderer`'s ``sky`` and ``ground``): a pixel is (1 - c) bg + c face, so
     c = 1 - (white - black) / 255, whatever the face's colour and depth shading. ``options`` go
     to the `Renderer` (``coverage``, ``supersample``)."""
     frames = []
     for level in (0.0, 1.0):
-        saved = rasterizer.SKY, rasterizer.GROUND
-        rasterizer.SKY = rasterizer.GROUND = (level, level, level)  # read when a Renderer is built
-        try:
-            r = front_renderer(width=W, height=H, **options)
-        finally:
-            rasterizer.SKY, rasterizer.GROUND = saved
+        r = front_renderer(width=W, height=H, sky=(level,) * 3, ground=(level,) * 3, **options)
         frames.append(render_one(r, boxes(8, {0: EGO, 1: (*pose, AGENT_VEHICLE)}))[0].astype(np.float64))
     return 1.0 - (frames[1] - frames[0]).mean(-1) / 255.0
 
