@@ -215,9 +215,9 @@ class ExactCoverage:
 class SilhouetteCoverage:
     """Box edges from the box's silhouette edges themselves (`Renderer(coverage="silhouette")`,
     the default): every screen line of an edge between a camera-facing and a hidden face, so
-    the pixel's box-filter coverage is exact wherever at most two of them cut it, slivers and
-    roofs at the horizon included (within 0.02 on all but 0.03 % of edge pixels on random
-    poses; docs/renderer.md, "Coverage modes"). `entry_setup` writes each cuboid entry's
+    the pixel's box-filter coverage is the exact area of the silhouette in the pixel, corners
+    (where the pixel is clipped by every edge that crosses it), slivers and roofs at the
+    horizon included (docs/renderer_conventions.md). `entry_setup` writes each cuboid entry's
     `BOX_LINES` lines into ``lines`` (`store_box_lines`), and the raster reads them
     (`stored_lines_coverage`)."""
 

@@ -307,34 +307,6 @@ def line_value(line: wp.vec3, x: float, y: float) -> float:
     return line[0] + x * line[1] + y * line[2]
 
 
-@wp.func
-def two_lines_coverage(c1: float, c2: float, l1: wp.vec3, l2: wp.vec3) -> float:
-    """Box-filter coverage of the pixel by the insides of two `stored_line_at` s that both cut it
-    (``c1``, ``c2`` their own coverages). Lines that cross inside the pixel meet at one of the
-    silhouette's corners: the product. Lines that do not cut the pixel in three: the insides
-    overlap in the middle (the coverages less 1), or one outside holds the other (the smaller
-    coverage; the edges of a side seen nearly edge-on run almost parallel through the same
-    pixels), or the outsides overlap in the middle (0). The corner deepest inside one line
-    tells the last two apart: it lies inside the other too only when one outside holds the
-    other."""
-    det = l1[1] * l2[2] - l1[2] * l2[1]
-    half = 0.5 * wp.abs(det)
-    if wp.abs(l2[0] * l1[2] - l1[0] * l2[2]) <= half and wp.abs(l1[0] * l2[1] - l2[0] * l1[1]) <= half:
-        return c1 * c2
-    # The pixel corners deepest outside each line (k) and inside it (j).
-    k1x = 0.5 * wp.sign(l1[1])
-    k1y = 0.5 * wp.sign(l1[2])
-    k2x = 0.5 * wp.sign(l2[1])
-    k2y = 0.5 * wp.sign(l2[2])
-    if line_value(l2, k1x, k1y) > 0.0 or line_value(l1, k2x, k2y) > 0.0:
-        if (line_value(l1, -k2x, -k2y) < 0.0 and line_value(l2, -k2x, -k2y) < 0.0) or (
-            line_value(l1, -k1x, -k1y) < 0.0 and line_value(l2, -k1x, -k1y) < 0.0
-        ):
-            return wp.min(c1, c2)
-        return 0.0
-    return wp.max(c1 + c2 - 1.0, 0.0)
-
-
 BOX_LINES = 6
 """Lines `SilhouetteCoverage` stores per cuboid entry: two along each axis (`silhouette_normal`)."""
 
@@ -468,62 +440,81 @@ def lines_across(lines: wp.uint64, base: int, x: float, y: float) -> int:
     ...
 
 
+@wp.func_native(f"""
+const float* p = reinterpret_cast<const float*>(lines) + 4 * (size_t)base;
+// The pixel square around its grid point, counter-clockwise in (across, down) offsets, and the
+// polygon each clip leaves: a convex polygon gains at most one vertex per line.
+float ux[{BOX_LINES + 4}], uy[{BOX_LINES + 4}], vx[{BOX_LINES + 4}], vy[{BOX_LINES + 4}];
+ux[0] = -0.5f; uy[0] = -0.5f; ux[1] = 0.5f; uy[1] = -0.5f;
+ux[2] = 0.5f; uy[2] = 0.5f; ux[3] = -0.5f; uy[3] = 0.5f;
+int n = 4;
+for (int k = 0; k < {BOX_LINES}; ++k) {{
+    if (((cut >> k) & 1) == 0) continue;
+    const float* l = p + 4 * k;
+    const float gu = l[1];
+    const float gv = l[2];
+    const float s = (l[0] + x * gu) + y * gv;
+    int m = 0;
+    for (int i = 0; i < n; ++i) {{
+        const int j = i + 1 == n ? 0 : i + 1;
+        const float fi = s + ux[i] * gu + uy[i] * gv;
+        const float fj = s + ux[j] * gu + uy[j] * gv;
+        if (fi <= 0.0f) {{ vx[m] = ux[i]; vy[m] = uy[i]; ++m; }}
+        if ((fi <= 0.0f) != (fj <= 0.0f)) {{
+            const float a = fi / (fi - fj);
+            vx[m] = ux[i] + a * (ux[j] - ux[i]);
+            vy[m] = uy[i] + a * (uy[j] - uy[i]);
+            ++m;
+        }}
+    }}
+    if (m < 3) return 0.0f;
+    n = m;
+    for (int i = 0; i < n; ++i) {{ ux[i] = vx[i]; uy[i] = vy[i]; }}
+}}
+float twice = 0.0f;
+for (int i = 0; i < n; ++i) {{
+    const int j = i + 1 == n ? 0 : i + 1;
+    twice += ux[i] * uy[j] - ux[j] * uy[i];
+}}
+const float area = 0.5f * (twice < 0.0f ? -twice : twice);
+return area < 1.0f ? area : 1.0f;
+""")
+def clipped_pixel_area(lines: wp.uint64, base: int, x: float, y: float, cut: int) -> float:
+    """Exact area of the pixel at grid point (x, y) inside every stored line whose bit is set in
+    ``cut`` (`lines_across`): the pixel square clipped by each line in turn (Sutherland-Hodgman),
+    then the shoelace sum. The silhouette is convex, the intersection of its edges' insides, so
+    this is its area in the pixel wherever two or more edges cross it: at a corner of any angle,
+    or where a sliver's two sides pass through the same pixel. Native code: the polygon lives in
+    small local arrays, which only such pixels touch."""
+    ...
+
+
 @wp.func
 def stored_lines_coverage(lines: wp.uint64, base: int, pixel: int) -> float:
     """Box-filter coverage of the pixel by the box's silhouette, from its stored lines
-    (`store_box_lines`, from vec4 ``base`` at ``lines``): exact where at most two of them cut
-    the pixel, away from the silhouette's corners. ``pixel``: the pixel's point on
-    the sample grid (`pack_pixel`).
+    (`store_box_lines`, from vec4 ``base`` at ``lines``): the exact area of the silhouette in
+    the pixel. ``pixel``: the pixel's point on the sample grid (`pack_pixel`).
 
     A line's value at the pixel is two multiply-adds of the grid coordinates (`stored_line_at`).
     The pixel spans it +- its stored reach (1 + b) / 2 (b: the line's smaller change per step,
     its larger being 1), so a first pass tells per line whether the pixel lies wholly outside
-    it (off the box: 0), wholly inside, or across it. A second pass takes the lines across it,
-    one or two and three at a corner: one gives its half-plane (`half_plane_area`), two
-    `two_lines_coverage` (the two lines loaded again rather than held through the loop:
-    registers), more the product.
+    it (off the box: 0), wholly inside, or across it (`lines_across`). One line across the
+    pixel gives its half-plane's area (`half_plane_area`); two or more, the pixel square
+    clipped by each of them (`clipped_pixel_area`).
 
     No face is needed: the lines are the silhouette's own, so a sliver's far edge, a side seen
     nearly edge-on and a roof seen from just above come out as exact as a face seen head-on.
     The lines are made once per entry, not per pixel, in the pixels' own coordinates; the
-    first pass is unrolled with its loads kept in order (`lines_across`), the second is a loop
-    (unrolled, the compiler would hoist its loads and the raster spill); and the area of a
-    line across the pixel waits for the second pass, where a warp runs it once per line that
-    cuts some lane's pixel instead of once per line that any lane is near."""
+    first pass is unrolled with its loads kept in order (`lines_across`)."""
     x = float(pixel & 0xFFFF)
     y = float(pixel >> 16)
     cut = lines_across(lines, base, x, y)
-    if cut < 0:
-        return 0.0
-    cov = float(1.0)
-    cuts = int(0)
-    k1 = int(0)
-    k2 = int(0)
-    c1 = float(1.0)
-    c2 = float(1.0)
-    while cut != 0:
-        low = cut & (-cut)
-        cut = cut ^ low
-        k = wp.bit_count(wp.uint32(low - 1))
-        n = load_vec4_at(lines, base + k)
-        c = half_plane_area(stored_line_at(n, x, y)[0], 1.0, 2.0 * n[3] - 1.0)
-        if c <= 0.0:
-            return 0.0
-        if c < 1.0:
-            cov *= c
-            cuts += 1
-            if cuts == 1:
-                k1 = k
-                c1 = c
-            if cuts == 2:
-                k2 = k
-                c2 = c
-    if cuts == 2:
-        return two_lines_coverage(
-            c1, c2, stored_line_at(load_vec4_at(lines, base + k1), x, y),
-            stored_line_at(load_vec4_at(lines, base + k2), x, y),
-        )  # fmt: skip
-    return cov
+    if cut <= 0:
+        return wp.where(cut == 0, 1.0, 0.0)
+    if (cut & (cut - 1)) != 0:
+        return clipped_pixel_area(lines, base, x, y, cut)
+    n = load_vec4_at(lines, base + wp.bit_count(wp.uint32(cut - 1)))
+    return half_plane_area(stored_line_at(n, x, y)[0], 1.0, 2.0 * n[3] - 1.0)
 
 
 @wp.func

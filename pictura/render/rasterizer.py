@@ -95,8 +95,8 @@ class Renderer:
         antialias: analytic-coverage antialiasing; False gives hard 1-sample edges.
         coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`):
             "silhouette" (the default, `kernels.DEFAULT_COVERAGE`), the box filter of every
-            silhouette edge, within 0.02 of the exact area away from the silhouette's corners,
-            slivers and roofs along the horizon included; "exact", the box filter of the
+            silhouette edge: the exact area of the silhouette in the pixel (within 0.004 on the
+            test and random poses), corners, slivers and roofs along the horizon included; "exact", the box filter of the
             silhouette's screen lines through the face the ray meets (within ~0.003 away from
             its corners on the test poses, not beside faces under ~2 px wide nor on roofs along
             the horizon), a little faster; "ramp", a ramp over the pixel's footprint in each
