@@ -74,6 +74,19 @@ def fragment(t: float, color: wp.vec3, alpha: float) -> Fragment:
 
 
 @wp.func
+def box_depth(t: float, r0: wp.vec4, r1: wp.vec4, dx: float, dy: float, dz: float) -> float:
+    """A cuboid fragment's depth: ``t`` clamped to the depths of the box's own corners along the
+    unit ray (dx, dy, dz in the box frame; r0, r1 its record: the camera and the half-extents in
+    that frame). Every point of the box lies within them, so wherever the ray meets the box, t
+    is unchanged. A pixel whose centre ray passes beside the box takes its depth from a face's
+    plane; for a face seen nearly edge-on (a side under a pixel wide) the ray meets that plane
+    far behind the box, and the box would be sorted, and shaded, behind what it hides."""
+    centre = -(r0[0] * dx + r0[1] * dy + r0[2] * dz)
+    half = r1[0] * wp.abs(dx) + r1[1] * wp.abs(dy) + r1[2] * wp.abs(dz)
+    return wp.clamp(t, centre - half, centre + half)
+
+
+@wp.func
 def box_fragment(
     r0: wp.vec4,
     r1: wp.vec4,
@@ -120,6 +133,8 @@ def box_fragment(
     if cz > best_cov:
         best_t = fz[0]
         best = 2
+    # taken here, while the record and the ray are at hand: one register across the coverage
+    depth = box_depth(best_t, r0, r1, dx, dy, d[2])
     # The coverage before or after the colour, whichever holds fewer registers across it
     # (`colour_first`): a compile-time constant per mode, so only one call remains.
     alpha = float(0.0)
@@ -133,7 +148,7 @@ def box_fragment(
         col += cy * load_vec3(face_color, base + 2 + wp.where(r0[1] < 0.0, 1, 0))
     if cz > 0.0:
         col += cz * load_vec3(face_color, base + 4 + wp.where(r0[2] < 0.0, 1, 0))
-    f = fragment(best_t, col * (depth_shade(best_t) / cov_sum), alpha)
+    f = fragment(depth, col * (depth_shade(depth) / cov_sum), alpha)
     if colour_first(mode):
         f.alpha = box_alpha(r0, r1, rec, i, d, dx, dy, best, best_t, cov_sum, pixel, pix, antialias, mode)
     return f
