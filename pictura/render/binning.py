@@ -315,8 +315,8 @@ def bin_entry(  # noqa: F811
         bin_range_alone(v, k, q, edges, tiles_x, focal, cx, cy, tile_mask_out)
     pending = warp_ballot(lanes, shared)
     # The lanes still running (a lane past its view's list count has returned) share the tiles:
-    # this one takes every count-th tile from its rank among them. Dealing them out by hardware
-    # lane lost the returned lanes' shares (2 % of the pixels on the first GPU run).
+    # this one takes every count-th tile from its rank among them. Dealt out by hardware lane,
+    # the returned lanes' shares would be lost.
     running = append_offsets_ballot(1, warp_lane())  # (this lane's rank, running lanes)
     rank = running[0]
     count = running[1]
