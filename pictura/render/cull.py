@@ -355,10 +355,10 @@ def _gather_kernel(append_offsets, name: str, lanes_per_view: bool):
         views: ViewScratch,
     ):
         """Lane ``lane`` of ``lanes`` (every one calls it) of the gather of view ``view_base + i``:
-        its candidates, each with a lower bound on
-        its ray distance: the world's agents (never the ego itself), its parked cars, then the
-        static primitives of the grid cells under the camera's horizontal field of view, row by
-        row, each row's cells one contiguous run of entries. ``solo_slot`` >= 0 gathers that
+        its candidates, each with a lower bound on its ray distance: the world's agents (never
+        the ego itself), its parked cars, then the static primitives of the grid cells under the
+        camera's horizontal field of view, row by row, each row's cells one contiguous run of
+        entries. ``solo_slot`` >= 0 gathers that
         agent only (the occlusion query). Mode 0 appends every candidate unsorted; mode 1 redoes
         only the views whose candidates overflowed the buffer: `rank.rank_lists` ranked the
         buffer into the list, a bounded sorted insert adds the candidates past it.
