@@ -13,7 +13,8 @@ environment variables for one run only, so ``--ref-dir .`` compares two settings
 working tree (``--ref-dir . --ref-env PICTURA_RASTER_BLOCK_DIM=256``: a tuning knob against
 its default). One JSON line per resolution: both
 agent-steps/s and their ratio, both per-kernel times (ms), and the share of the saved views'
-pixels that differ, by more than one level, and the largest difference. Run-to-run noise on an
+pixels that differ, by more than one level, and the largest difference; on CUDA also both
+runs' peak memory for one ``--mem-chunk`` chunk. Run-to-run noise on an
 H200 is about 1 %; images are deterministic per device, so any changed pixel is the change's.
 Both runs get ``$PICTURA_DATA`` as an absolute path (each runs in its own tree), and runs that
 drew different scenes (map, agents, ...: `SCENE_KEYS`) give an error line instead of a comparison.
@@ -181,6 +182,8 @@ def main(argv: list[str] | None = None) -> None:
                 "ref_agent_steps_per_s": bl["agent_steps_per_s"],
                 "agent_steps_per_s": al["agent_steps_per_s"],
                 "ratio": round(al["agent_steps_per_s"] / bl["agent_steps_per_s"], 4),
+                "ref_peak_mem_chunk_gib": bl.get("peak_mem_chunk_gib"),  # None on the CPU
+                "peak_mem_chunk_gib": al.get("peak_mem_chunk_gib"),
                 "ref_kernels_ms": b.get("kernels", {}),
                 "kernels_ms": a.get("kernels", {}),
                 **image_diff(np.load(views / f"ref_{res}.npy"), np.load(views / f"new_{res}.npy")),

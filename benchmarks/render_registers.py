@@ -64,20 +64,16 @@ def parse_ptxas(text: str, labels: dict[str, str] | None = None) -> list[dict]:
 
 
 def module_ptx(arch: int, directory: Path) -> list[tuple[str | None, str]]:
-    """The render kernels' PTX for ``arch``, as Warp's NVRTC writes it: (None, the module's
-    PTX), then (name, PTX) for each kernel of `pictura.render.kernels` that Warp builds in a
-    module of its own (a kernel factory's, e.g. `gather_lanes_warp`)."""
+    """The render kernels' PTX for ``arch``, as Warp's NVRTC writes it: (None, a stage module's
+    PTX) per stage, and (name, PTX) for each kernel that Warp builds in a module of its own (a
+    kernel factory's, e.g. `gather_lanes_warp`): `pictura.render.kernels.warp_modules`."""
     import warp as wp
 
     wp.config.log_level = wp.LOG_WARNING  # keep stdout to the JSON lines
     wp.init()
     import pictura.render.kernels as kernels
 
-    main = wp.get_module(kernels.__name__)
-    units: list[tuple[str | None, object]] = [(None, kernels)]
-    units += [
-        (name, k.module) for name, k in vars(kernels).items() if isinstance(k, wp.Kernel) and k.module is not main
-    ]
+    units = kernels.warp_modules()
     out = []
     for index, (name, module) in enumerate(units):
         unit_dir = directory / str(index)

@@ -5,7 +5,7 @@
 
 The scene is `render_throughput.py`'s pinned one (``--worlds`` worlds of Town10HD, or the
 procedural town without a data root). After one `Renderer.render`, a diagnostic kernel repeats
-the walk of `kernels.trace_ray` for every pixel (same band masks, same order, same stop rule:
+the walk of `fragments.trace_ray` for every pixel (same band masks, same order, same stop rule:
 the next entry's bound lies behind an opaque fragment) and records, per band, which entries
 any of its pixels walked and which of those left a fragment (coverage > 0) in at least one
 of them. The line gives, per non-empty band, the entries binned, walked and drawing, by kind:
@@ -41,15 +41,15 @@ import warp as wp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.render_throughput import load_scene, pick_sources, spawn_scene  # noqa: E402
-from pictura.render import CameraRig, Renderer, kernels  # noqa: E402
+from pictura.render import CameraRig, Renderer, common, fragments, raster, scene  # noqa: E402
 
-KINDS = {"agent": kernels.REF_AGENT, "line": kernels.REF_LINE, "wall": kernels.REF_WALL, "light": kernels.REF_LIGHT}
+KINDS = {"agent": scene.REF_AGENT, "line": scene.REF_LINE, "wall": scene.REF_WALL, "light": scene.REF_LIGHT}
 
 
 @wp.kernel
 def walk_bands(
     view_ray: wp.array(dtype=wp.vec4),
-    rec: wp.array(dtype=kernels.EntryRecord),
+    rec: wp.array(dtype=common.EntryRecord),
     tile_mask: wp.array(dtype=wp.uint32),
     capacity: int,
     face_color: wp.array(dtype=wp.vec3),
@@ -71,14 +71,14 @@ def walk_bands(
     band_id = tid / 32
     v = band_id / bands
     band = band_id - v * bands
-    tiles_x = (width + kernels.TILE_PX - 1) / kernels.TILE_PX
-    p = kernels.band_pixel(band, tid - band_id * 32, tiles_x, 1.0 / float(tiles_x))
+    tiles_x = (width + common.TILE_PX - 1) / common.TILE_PX
+    p = raster.band_pixel(band, tid - band_id * 32, tiles_x, 1.0 / float(tiles_x))
     r1 = view_ray[3 * v + 1]
     if p[0] >= width or p[1] >= height or r1[3] < 0.0:
         return
-    d = kernels.pixel_ray(view_ray[3 * v], r1, view_ray[3 * v + 2], float(p[0]), float(p[1]))
-    g = kernels.ground_frame(d, pix)
-    words = kernels.mask_words(capacity)
+    d = raster.pixel_ray(view_ray[3 * v], r1, view_ray[3 * v + 2], float(p[0]), float(p[1]))
+    g = fragments.ground_frame(d, pix)
+    words = raster.mask_words(capacity)
     base = band_id * words
     t_opaque = float(1.0e30)
     done = int(0)
@@ -95,15 +95,15 @@ def walk_bands(
                 done = 1
                 break
             wp.atomic_or(walked_out, base + wd, low)
-            f = kernels.record_fragment(
+            f = fragments.record_fragment(
                 e.r0, e.r1, e.r2, rec, i, int(e.r2[3]), d, 0, g, face_color, misc_color[2], pix, near, far, 1,
-                kernels.RampCoverage(),
+                common.RampCoverage(),
             )  # fmt: skip
             if f.alpha > 0.0:
                 wp.atomic_or(drawn_out, base + wd, low)
                 if f.alpha < 1.0:
                     wp.atomic_or(partial_out, base + wd, low)
-                if f.alpha >= kernels._OPAQUE:
+                if f.alpha >= common._OPAQUE:
                     t_opaque = wp.min(t_opaque, f.t)
 
 
@@ -125,7 +125,7 @@ def band_entry_sets(r: Renderer, views: int) -> tuple[np.ndarray, np.ndarray, np
     wp.launch(
         walk_bands, dim=views * bands * 32,
         inputs=[
-            r._view_ray.flatten(), r._rec.flatten(), mask.flatten(), r.list_capacity, r._face_color, r._misc_color,
+            r._view_ray.flatten(), r._rec.flatten(), mask.flatten(), r.list_capacity, r._palette.face_color, r._palette.misc_color,
             rig.width, rig.height, 1.0 / rig.focal, rig.near, rig.far, bands,
         ],
         outputs=[walked, drawn, partial], device=r.device,
@@ -142,15 +142,15 @@ def band_entry_sets(r: Renderer, views: int) -> tuple[np.ndarray, np.ndarray, np
 def band_first_rows(bands: int, width: int) -> np.ndarray:
     """(bands,) first pixel row of each band (mask row 2 t + h: half h of tile t, row order)."""
     band = np.arange(bands)
-    tiles_x = -(-width // kernels.TILE_PX)
-    return (band // 2) // tiles_x * kernels.TILE_PX + (band % 2) * (kernels.TILE_PX // 2)
+    tiles_x = -(-width // common.TILE_PX)
+    return (band // 2) // tiles_x * common.TILE_PX + (band % 2) * (common.TILE_PX // 2)
 
 
 def walk_by_row(binned: np.ndarray, walked: np.ndarray, drawn: np.ndarray, kind: np.ndarray, width: int) -> dict:
     """`--by-row`: per band row, what the walk visits (see the module docstring)."""
     rows = band_first_rows(binned.shape[1], width)
     nonempty = binned.any(-1)
-    wasted_lines = walked & ~drawn & (kind == kernels.REF_LINE)
+    wasted_lines = walked & ~drawn & (kind == scene.REF_LINE)
     out = {}
     for r in np.unique(rows):
         sel = rows == r

@@ -6,7 +6,7 @@ Two costs of Warp's own indexing that the raster pays per band and per walked en
   store compiles to one scalar instruction per component. The ``*vec4*`` functions here make
   each 16-byte element one vector access on CUDA (``ld.global.nc.v4`` through the read-only
   cache, ``st.global.v4``; the CPU does four scalar ones). That is legal because every array
-  they take holds 16-byte elements (`kernels.EntryRecord`: 64-byte ones read as four words)
+  they take holds 16-byte elements (`common.EntryRecord`: 64-byte ones read as four words)
   and Warp aligns its allocations to at least 256 bytes, so every element of an array, a
   view or a slice of whole elements starts on a 16-byte boundary.
 - **Index arithmetic.** ``a[i]`` wraps a negative index (Python style: three instructions)
@@ -16,10 +16,7 @@ Two costs of Warp's own indexing that the raster pays per band and per walked en
 
 Loads go through the read-only cache (``__ldg``): only for data the calling kernel does not
 write (every use here reads what an earlier launch wrote). Values are the same bits either
-way. On the H200 (docs/renderer.md, round 16) the vector loads and stores, with the empty
-bands' background bytes, took a 20,400-ego call at 96x54 from 1.28 M to 1.35 M
-agent-steps/s (round 16 as a whole: 1.45 M); ``wp::address`` (Warp's index with the wrap and
-stride) in the 1-D loads instead cost the raster 3 %.
+way. Both are measurable in the raster's speed (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -108,7 +105,7 @@ p[2] = rgb.c[2];
 """)
 def store_rgb(a: wp.array2d(dtype=wp.vec3ub), i: int, j: int, rgb: wp.vec3ub):
     """``a[i, j] = rgb`` of the contiguous ``a`` (i, j >= 0): one 32 x 32 -> 64-bit
-    multiply-add for the element, where the strides took two 64-bit products (round 58)."""
+    multiply-add for the element, where Warp's strides take two 64-bit products."""
     ...
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import warp as wp
 
 from pictura.maps.roadmap import RoadMap
-from pictura.render import kernels
+from pictura.render import common, cull, data, entry_setup, kernels, rank, raster, tuning
 from pictura.render.camera import CameraRig
 from pictura.render.palette import AGENT_FACE_COLOR, GROUND, LIGHT_COLOR, LINE_COLOR, SKY, WALL
 from pictura.render.scene import PackedScene, pack_scene
@@ -30,44 +30,45 @@ HOST_SCRATCH_MAX_BYTES = 1 << 30
 MIN_CHUNK_REQUESTS = 256
 
 
-GATHER_BLOCK_DIM = kernels.block_dim("PICTURA_GATHER_BLOCK_DIM", 64)
-"""Threads per block of `kernels.gather_views` (``PICTURA_GATHER_BLOCK_DIM`` overrides it, for
-tuning). One thread per view runs a long serial gather, and a call has only ~80 K of them: in
-blocks of 256 an H200 holds two blocks per SM (94 registers), so 320 blocks make an uneven
-second wave; blocks of 64 fit ten per SM and all run at once."""
+GATHER_BLOCK_DIM = tuning.TUNING.gather_block_dim
+"""Threads per block of `cull.gather_views` (`RenderTuning.gather_block_dim`): one thread per
+view runs a long serial gather and a call has few of them, so small blocks spread them over
+every SM at once."""
 WIDE_VIEW_PIXELS = {"ramp": 10_000, "exact": 0, "silhouette": 0}
-"""Per coverage mode: views of at least this many pixels are drawn by `kernels.raster_views_wide`
+"""Per coverage mode: views of at least this many pixels are drawn by `raster.raster_views_wide`
 (spills in shared memory) with `RASTER_WIDE_BANDS_PER_THREAD`, smaller ones by
-`kernels.raster_views` with `RASTER_BANDS_PER_THREAD`. Measured on an H200, pinned scene: the
-default is faster narrow at 96x54 and wide at 192x108, so the threshold lies between them
-(docs/renderer.md round 13); the exact mode, which spills more, is faster wide at 96x54 too
-(+2.3 %, round 32)."""
+`raster.raster_views` with `RASTER_BANDS_PER_THREAD`. The ramp mode is faster narrow at 96x54
+and wide at 192x108, so its threshold lies between them; the exact and silhouette modes,
+which spill more, are faster wide at every size."""
 
 
-def _bands_per_thread(name: str, default: int) -> int:
-    # at most 32: `kernels.group_occupancy` keeps a group's bands as the bits of one uint32
-    return kernels.env_int(name, default, lambda x: 1 <= x <= 32, "an integer in [1, 32] (bands one raster thread walks)")
-
-
-RASTER_BANDS_PER_THREAD = _bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 32)
+RASTER_BANDS_PER_THREAD = tuning.TUNING.raster_bands_per_thread
 """At most this many bands of one view per raster warp, shaded in turn: a view's bands split
 into ceil(bands / this) groups, group j taking every group-count-th band from band j
-(`kernels.raster_group`; ``PICTURA_RASTER_BANDS_PER_THREAD`` overrides it, for tuning).
-Warp's launch preamble and the thread decode are paid once per group. Agent-steps/s of a
-20,400-ego call at 96x54 on an H200 (2026-12-01, docs/renderer.md round 20), strided groups,
-register cap 48: 16: 1.912 M; 24: 1.935 M; 32: 1.941 M (cap 56: 1.956 M). Contiguous groups
-(rounds 12-19) were 1.048 M / 474 K at 96x54 / 192x108 with 16 (one band per thread: 994 K / 428 K)."""
-RASTER_WIDE_BANDS_PER_THREAD = _bands_per_thread("PICTURA_RASTER_WIDE_BANDS_PER_THREAD", 32)
+(`raster.raster_group`; `RenderTuning.raster_bands_per_thread`). Warp's launch preamble and
+the thread decode are paid once per group."""
+RASTER_WIDE_BANDS_PER_THREAD = tuning.TUNING.raster_wide_bands_per_thread
 """`RASTER_BANDS_PER_THREAD` for views of `WIDE_VIEW_PIXELS` or more
-(``PICTURA_RASTER_WIDE_BANDS_PER_THREAD``): 32 against 16 gave +1 % at 192x108 (round 13)."""
+(`RenderTuning.raster_wide_bands_per_thread`)."""
 
 
 WARP_BINNING_VIEW_PIXELS = 10_000
 """On CUDA, `entry_setup` bins the entries of views of at least this many pixels with
-`kernels.WarpBinning` (a warp shares its large entries' tiles), smaller ones with
-`kernels.SoloBinning`. Measured on an H200, pinned scene (docs/renderer.md, round 33):
-`entry_setup` 1.82 -> 1.45 ms at 192x108 and 4.57 -> 2.28 ms at 384x216, but 1.10 -> 1.13 ms at
-96x54, where a warp's entries are small."""
+`binning.WarpBinning` (a warp shares its large entries' tiles), smaller ones with
+`binning.SoloBinning`: the shared binning pays for large views and costs a little at 96x54,
+where a warp's entries are small."""
+
+
+def background_color(rgb, name: str) -> tuple[float, float, float]:
+    """``rgb`` as a linear colour of three floats in [0, 1]; anything else is an error naming
+    ``name`` (no clamping: a colour out of range is a mistake in the scene)."""
+    try:
+        values = tuple(float(x) for x in rgb)
+    except (TypeError, ValueError):
+        values = ()
+    if len(values) != 3 or not all(0.0 <= x <= 1.0 for x in values):
+        raise ValueError(f"{name} must be 3 linear RGB floats in [0, 1], got {rgb!r}")
+    return values
 
 
 def _shape(a: wp.array | np.ndarray) -> tuple[int, ...]:
@@ -94,15 +95,16 @@ class Renderer:
         antialias: analytic-coverage antialiasing; False gives hard 1-sample edges.
         coverage: how antialiased box edges are covered (`kernels.COVERAGE_MODES`):
             "silhouette" (the default, `kernels.DEFAULT_COVERAGE`), the box filter of every
-            silhouette edge, within 0.02 of the exact area away from the silhouette's corners,
-            slivers and roofs along the horizon included; "exact", the box filter of the
+            silhouette edge: the exact area of the silhouette in the pixel (within 0.004 on the
+            test and random poses), corners, slivers and roofs along the horizon included; "exact", the box filter of the
             silhouette's screen lines through the face the ray meets (within ~0.003 away from
             its corners on the test poses, not beside faces under ~2 px wide nor on roofs along
-            the horizon), about 5 % faster; "ramp", a ramp over the pixel's footprint in each
-            face's plane, exact head-on but up to ~0.33 off for faces seen at an angle, about
-            18 % faster than "silhouette" at 96x54 on an H200 (docs/renderer.md, "Coverage
-            modes").
+            the horizon), a little faster; "ramp", a ramp over the pixel's footprint in each
+            face's plane, exact head-on but up to ~0.33 off for faces seen at an angle, the
+            fastest (docs/renderer.md, "Coverage modes").
         cell_size: culling grid cell edge (m).
+        sky, ground: background colours (linear RGB, each channel in [0, 1]) above and below
+            the horizon; `palette.SKY` and `palette.GROUND` by default.
     """
 
     def __init__(
@@ -117,6 +119,8 @@ class Renderer:
         antialias: bool = True,
         coverage: str = kernels.DEFAULT_COVERAGE,
         cell_size: float = 16.0,
+        sky: tuple[float, float, float] = SKY,
+        ground: tuple[float, float, float] = GROUND,
     ) -> None:
         if list_capacity < 1:
             raise ValueError(f"list_capacity must be >= 1, got {list_capacity}")
@@ -127,6 +131,8 @@ class Renderer:
         if coverage not in kernels.COVERAGE_MODES:
             raise ValueError(f"coverage must be one of {sorted(kernels.COVERAGE_MODES)}, got {coverage!r}")
         _check_layout(road_maps, layout)
+        self.sky = background_color(sky, "sky")
+        self.ground = background_color(ground, "ground")
         self.road_maps = list(road_maps)
         self.layout = layout
         self.rig = rig
@@ -140,27 +146,27 @@ class Renderer:
         self._upload()
         self._scratch_views = 0
         # Unsorted candidates kept per view before ranking (8 bytes each). 2048 holds every view
-        # of the 8 CARLA towns at far = 120 m (at most ~970 seen, docs/renderer.md); a view with
+        # of the 8 CARLA towns at far = 120 m (at most ~970 seen); a view with
         # more continues its ranked buffer with the serial sorted insert (`gather_views` mode
         # 1), so this bounds memory, never the result. A multiple of 4: `rank_lists` reads
         # a large view's bounds in blocks of 4.
         self._cand_capacity = -(-max(2 * self.list_capacity, 2048) // 4) * 4
         # Pass 1 of the cull (both build the same candidate buffer, entry for entry): "lanes", a
-        # block of GATHER_LANES threads per view (`kernels.gather_lanes`), or "views", one
-        # thread per view (`kernels.gather_views`, which also serves occlusion queries and the
-        # overflowed views). On the H200 "lanes" took 1.1 ms instead of 2.8 per 20,400-ego call
-        # at 96x54, 0.7 instead of 4.2 on the training batch (docs/renderer.md round 15). The
+        # block of GATHER_LANES threads per view (`cull.gather_lanes`), or "views", one
+        # thread per view (`cull.gather_views`, which also serves occlusion queries and the
+        # overflowed views). "lanes" keeps a GPU full where a thread per view leaves it mostly
+        # idle. The
         # CPU runs a block as one thread, where the lanes would only add the block's
         # bookkeeping: it keeps "views".
         self._gather = "lanes" if self.device.is_cuda else "views"
-        # A block of one CUDA warp appends by a ballot (`kernels.gather_lanes_warp`).
-        self._warp_lanes = self.device.is_cuda and kernels.GATHER_LANES == 32
+        # A block of one CUDA warp appends by a ballot (`cull.gather_lanes_warp`).
+        self._warp_lanes = self.device.is_cuda and cull.GATHER_LANES == 32
         # Tile binning: 2 = screen rectangle and outline edges, 1 = rectangle, 0 = every tile.
         self._bin_mode = 2
-        # `kernels.WarpBinning`: None = by view size (`_binning`); entries of more tiles than
-        # `_shared_bin_tiles` are binned by their whole CUDA warp (`kernels.bin_entry`).
+        # `binning.WarpBinning`: None = by view size (`_binning`); entries of more tiles than
+        # `_shared_bin_tiles` are binned by their whole CUDA warp (`binning.bin_entry`).
         self._warp_binning: bool | None = None
-        self._shared_bin_tiles = kernels.SHARED_BIN_TILES
+        self._shared_bin_tiles = tuning.TUNING.shared_bin_tiles
         self._no_mask = wp.zeros((1, 1, 1), dtype=wp.uint32, device=self.device)  # `entry_setup` unbinned
         # Most threads in one launch (Warp's launch extent is a signed 32-bit count).
         self._max_launch = 2**31 - 1
@@ -173,36 +179,43 @@ class Renderer:
         def arr(x: np.ndarray, dtype) -> wp.array:
             return wp.array(x, dtype=dtype, device=dev)
 
-        self._line_a = arr(sc.line_a, wp.vec3)
-        self._line_b = arr(sc.line_b, wp.vec3)
-        self._line_kind = arr(sc.line_kind, wp.int32)
-        self._line_hw = arr(sc.line_half_width, wp.float32)
-        self._wall_a = arr(sc.wall_a, wp.vec3)
-        self._wall_b = arr(sc.wall_b, wp.vec3)
-        self._wall_h = arr(sc.wall_height, wp.float32)
-        self._light_pos = arr(sc.light_pos, wp.vec3)
-        self._light_heading = arr(sc.light_heading, wp.float32)
-        self._light_local = arr(sc.light_local, wp.int32)
-        self._grid_origin = arr(sc.map_grid_origin, wp.vec2)
-        self._grid_dims = arr(sc.map_grid_dims, wp.int32)
-        self._cell_base = arr(sc.map_cell_base, wp.int32)
-        self._cell_start = arr(sc.cell_start, wp.int32)
-        self._entry_ref = arr(sc.entry_ref, wp.int32)
-        self._entry_min_cell = arr(sc.entry_min_cell.reshape(-1, 2), wp.int32)
-        self._entry_cell_x = arr(sc.entry_cell_x, wp.int32)
+        scene = data.SceneData()
+        scene.line_a = arr(sc.line_a, wp.vec3)
+        scene.line_b = arr(sc.line_b, wp.vec3)
+        scene.line_kind = arr(sc.line_kind, wp.int32)
+        scene.line_half_width = arr(sc.line_half_width, wp.float32)
+        scene.wall_a = arr(sc.wall_a, wp.vec3)
+        scene.wall_b = arr(sc.wall_b, wp.vec3)
+        scene.wall_height = arr(sc.wall_height, wp.float32)
+        scene.light_pos = arr(sc.light_pos, wp.vec3)
+        scene.light_heading = arr(sc.light_heading, wp.float32)
+        scene.light_local = arr(sc.light_local, wp.int32)
+        scene.map_grid_origin = arr(sc.map_grid_origin, wp.vec2)
+        scene.map_grid_dims = arr(sc.map_grid_dims, wp.int32)
+        scene.map_cell_base = arr(sc.map_cell_base, wp.int32)
+        scene.cell_start = arr(sc.cell_start, wp.int32)
+        scene.entry_ref = arr(sc.entry_ref, wp.int32)
+        scene.entry_min_cell = arr(sc.entry_min_cell.reshape(-1, 2), wp.int32)
+        scene.entry_cell_x = arr(sc.entry_cell_x, wp.int32)
+        scene.cell_size = sc.cell_size
         lay = self.layout
-        self._world_map = arr(np.asarray(lay.world_map, np.int32), wp.int32)
+        scene.world_map = arr(np.asarray(lay.world_map, np.int32), wp.int32)
+        scene.world_light_start = arr(np.asarray(lay.world_light_start, np.int32), wp.int32)
+        scene.num_slots = lay.num_slots
+        scene.parked_per_world = lay.parked_per_world
+        self._scene_data = scene
         # a static layout's one slot-table row serves every step (`render`'s default)
         self._layout_table = None  # uploaded at first use (`_layout_table_unless`)
-        self._world_light_start = arr(np.asarray(lay.world_light_start, np.int32), wp.int32)
-        self._face_color = arr(AGENT_FACE_COLOR.reshape(-1, 3), wp.vec3)
-        self._line_color = arr(LINE_COLOR, wp.vec3)
-        self._light_color = arr(LIGHT_COLOR, wp.vec3)
-        self._misc_color = arr(np.array([SKY, GROUND, WALL], np.float32), wp.vec3)
+        palette = data.Palette()
+        palette.face_color = arr(AGENT_FACE_COLOR.reshape(-1, 3), wp.vec3)
+        palette.line_color = arr(LINE_COLOR, wp.vec3)
+        palette.light_color = arr(LIGHT_COLOR, wp.vec3)
+        palette.misc_color = arr(np.array([self.sky, self.ground, WALL], np.float32), wp.vec3)
+        self._palette = palette
         # Sky and ground as output bytes, for the raster's empty bands: converted by the same
         # function on the same device as every other pixel, so the bytes are the same.
         misc_bytes = wp.zeros(2, dtype=wp.vec3ub, device=self.device)
-        wp.launch(kernels.palette_bytes, dim=2, inputs=[self._misc_color], outputs=[misc_bytes], device=self.device)
+        wp.launch(raster.palette_bytes, dim=2, inputs=[palette.misc_color], outputs=[misc_bytes], device=self.device)
         self._sky_rgb, self._ground_rgb = (wp.vec3ub(*rgb) for rgb in misc_bytes.numpy())
 
     def _scratch_shapes(self) -> dict[str, tuple[tuple[int, ...], type]]:
@@ -222,7 +235,7 @@ class Renderer:
             "_cand_ref": ((self._cand_capacity,), wp.int32),
             "_cand_bound": ((self._cand_capacity,), wp.float32),
             "_cand_count": ((), wp.int32),
-            "_rec": ((k,), kernels.EntryRecord),
+            "_rec": ((k,), common.EntryRecord),
         }
         if kernels.STORED_LINES[self.coverage]:
             shapes["_box_lines"] = ((k * kernels.STORED_LINES[self.coverage],), wp.vec4)
@@ -237,6 +250,12 @@ class Renderer:
         for name, (shape, dtype) in self._scratch_shapes().items():
             setattr(self, name, wp.zeros((views, *shape), dtype=dtype, device=self.device))
         self._scratch_views = views
+        scratch = data.ViewScratch()
+        for field in ("cand_ref", "cand_bound", "cand_count", "list_ref", "list_bound", "list_count", "rec"):
+            setattr(scratch, field, getattr(self, f"_{field}"))
+        for field in ("origin", "basis", "step", "world", "ground"):
+            setattr(scratch, f"view_{field}", getattr(self, f"_view_{field}"))
+        self._views = scratch
 
     def _coverage_mode(self, base: int, count: int):
         """`kernels.coverage_mode` for a launch over the chunk's views base .. base + count - 1,
@@ -249,12 +268,12 @@ class Renderer:
     def _tile_mask_shape(self) -> tuple[int, int]:
         """One view's part of the tile masks at the rig's current resolution: (2 bands per 8x8
         tile, one uint32 word per 32 list entries)."""
-        tile = kernels.TILE_PX
+        tile = common.TILE_PX
         tiles = ((self.rig.width + tile - 1) // tile) * ((self.rig.height + tile - 1) // tile)
         return 2 * tiles, (self.list_capacity + 31) // 32
 
     def _wide_views(self) -> bool:
-        """Whether the rig's views go to `kernels.raster_views_wide` (`WIDE_VIEW_PIXELS`)."""
+        """Whether the rig's views go to `raster.raster_views_wide` (`WIDE_VIEW_PIXELS`)."""
         return self.rig.width * self.rig.height >= WIDE_VIEW_PIXELS[self.coverage]
 
     def _binning(self) -> str:
@@ -267,10 +286,10 @@ class Renderer:
         return "warp" if warp else "solo"
 
     def _raster_launch(self) -> tuple[int, int, int, int, float]:
-        """The raster's launch at the rig's current resolution (`kernels.raster_launch`: threads
+        """The raster's launch at the rig's current resolution (`raster.raster_launch`: threads
         per view, band groups per view, ...)."""
         bands = RASTER_WIDE_BANDS_PER_THREAD if self._wide_views() else RASTER_BANDS_PER_THREAD
-        return kernels.raster_launch(self.rig.width, self.rig.height, bands)
+        return raster.raster_launch(self.rig.width, self.rig.height, bands)
 
     def scratch_bytes_per_view(self) -> int:
         """Device bytes of one view's scratch at the rig's current resolution (`_scratch`,
@@ -350,21 +369,27 @@ class Renderer:
         threads_per_view, *launch_shape = self._raster_launch()
         # One ray per pixel (the default) has its own kernels: no sample loop, fewer registers.
         narrow, wide, supersampled = kernels.RASTER_KERNELS[self.coverage]
-        kernel, pix, ss = wide if self._wide_views() else narrow, 1.0 / focal, []
-        background = [self._sky_rgb, self._ground_rgb]  # `raster_views`'s empty bands
+        kernel, pix = wide if self._wide_views() else narrow, 1.0 / focal
         if self.supersample > 1:
-            kernel, pix, ss = supersampled, 1.0 / (focal * self.supersample), [self.supersample]
-            background = []
+            kernel, pix = supersampled, 1.0 / (focal * self.supersample)
         rows = out.reshape((n * C, H * W, 3)).view(wp.vec3ub)  # a row of RGB pixels per image: one index per pixel
+        params = raster.RasterParams()
+        params.capacity = self.list_capacity
+        params.face_color = self._palette.face_color
+        params.misc_color = self._palette.misc_color
+        params.width, params.height = W, H
+        params.pix, params.near, params.far = pix, self.rig.near, self.rig.far
+        params.antialias = int(self.antialias)
+        params.groups_view, params.group_magic, params.group_shift, params.inv_tiles_x = launch_shape
+        params.supersample = self.supersample
+        params.sky_rgb, params.ground_rgb = self._sky_rgb, self._ground_rgb  # `raster_views`'s empty bands
+        rig = self._rig_data()
         for start in range(0, n, chunk):
             views = min(chunk, n - start) * C
             self._cull(agent_box, light_state, requests, slot_table, start, views, solo_slot=-1)
             for base, count in self._launch_ranges(views, 1):
                 wp.launch(
-                    kernels.view_rays,
-                    dim=count,
-                    inputs=[self._view_origin, self._view_basis, self._view_world, self._view_ground, focal, cx, cy, base],
-                    outputs=[self._view_ray],
+                    raster.view_rays, dim=count, inputs=[self._views, rig, base], outputs=[self._view_ray],
                     device=self.device,
                 )  # fmt: skip
             mask = self._tile_mask(views)
@@ -372,21 +397,15 @@ class Renderer:
             # `array_io`'s raw loads need), so each must stay below 2^31 elements, as its
             # threads do
             per_view = max(threads_per_view, mask.shape[1] * mask.shape[2], self.list_capacity)
+            params.out_offset = start * C
             for base, count in self._launch_ranges(views, per_view):
+                params.view_ray = self._view_ray[base : base + count].flatten()
+                params.rec = self._rec[base : base + count].flatten()
+                params.tile_mask = mask[base : base + count].flatten()
+                params.view_base = base
                 wp.launch(
-                    kernel,
-                    dim=count * threads_per_view,
-                    inputs=[
-                        self._view_ray[base : base + count].flatten(), self._rec[base : base + count].flatten(),
-                        mask[base : base + count].flatten(), self.list_capacity, self._face_color, self._misc_color,
-                        W, H, pix, self.rig.near, self.rig.far, int(self.antialias),
-                        self._coverage_mode(base, count),
-                        start * C, base,
-                        *launch_shape, *ss, *background,
-                    ],
-                    outputs=[rows],
-                    device=self.device,
-                    block_dim=kernels.RASTER_BLOCK_DIM,
+                    kernel, dim=count * threads_per_view, inputs=[params, self._coverage_mode(base, count)],
+                    outputs=[rows], device=self.device, block_dim=raster.RASTER_BLOCK_DIM,
                 )  # fmt: skip
 
     def render_numpy(
@@ -519,20 +538,12 @@ class Renderer:
     ) -> None:
         """Per-view camera, depth-sorted primitive list and (unless solo) screen-tile masks."""
         self._scratch(views)
-        sc = self.scene
-        focal = self.rig.focal
-        cx, cy = self.rig.principal
-        width, height = float(self.rig.width), float(self.rig.height)
         k, cand = self.list_capacity, self._cand_capacity
-        gather_args = [
-            slot_table, self._world_map, self.layout.num_slots, self.layout.parked_per_world,
-            self._line_a, self._line_b, self._line_hw, self._wall_a, self._wall_b, self._wall_h,
-            self._light_pos, self._light_heading,
-            self._grid_origin, self._grid_dims, self._cell_base, self._cell_start,
-            self._entry_ref, self._entry_min_cell, sc.cell_size,
-        ]  # fmt: skip
-        rig_args = [self._cam_extr(), self.rig.num_cameras, focal, cx, cy, width, height, self.rig.near, self.rig.far]
-        view_outputs = [self._view_origin, self._view_basis, self._view_step, self._view_world, self._view_ground]
+        snap = data.SnapshotData()
+        snap.agent_box, snap.light_state, snap.slot_table = agent_box, light_state, slot_table
+        snap.requests, snap.request_offset = requests, start
+        rig, scene = self._rig_data(), self._scene_data
+        views_data = self._views
         if self._gather not in ("lanes", "views"):
             raise ValueError(f"_gather must be 'lanes' or 'views', got {self._gather!r}")
         for mode in (0, 1):
@@ -540,76 +551,66 @@ class Renderer:
             # occlusion queries); mode 1 re-gathers, sorted, only the views whose candidates
             # overflowed the buffer (the other threads return at once).
             if mode == 0 and solo_slot < 0 and self._gather == "lanes":
-                for base, count in self._launch_ranges(views, kernels.GATHER_LANES):
+                for base, count in self._launch_ranges(views, cull.GATHER_LANES):
                     wp.launch_tiled(
-                        kernels.gather_lanes_warp if self._warp_lanes else kernels.gather_lanes,
-                        dim=[count],
-                        inputs=[
-                            agent_box, requests, start, *rig_args, *gather_args[:-1], self._entry_cell_x, sc.cell_size,
-                            k, base,
-                        ],
-                        outputs=[
-                            self._cand_ref, self._cand_bound, self._cand_count, *view_outputs, self._list_count,
-                        ],
-                        device=self.device,
-                        block_dim=kernels.GATHER_LANES,
+                        cull.gather_lanes_warp if self._warp_lanes else cull.gather_lanes, dim=[count],
+                        inputs=[snap, rig, scene, -1, 0, base, views_data], device=self.device,
+                        block_dim=cull.GATHER_LANES,
                     )  # fmt: skip
             else:
                 wp.launch(
-                    kernels.gather_views,
-                    dim=views,
-                    inputs=[agent_box, requests, start, *rig_args, *gather_args, solo_slot, k, cand, mode],
-                    outputs=[
-                        self._cand_ref, self._cand_bound, self._cand_count, *view_outputs,
-                        self._list_ref, self._list_bound, self._list_count,
-                    ],
-                    device=self.device,
-                    block_dim=GATHER_BLOCK_DIM,
+                    cull.gather_views, dim=views, inputs=[snap, rig, scene, solo_slot, mode, 0, views_data],
+                    device=self.device, block_dim=GATHER_BLOCK_DIM,
                 )  # fmt: skip
             if mode == 0:
                 # the flattened bounds, like the threads, must stay below 2^31 per launch
-                for base, count in self._launch_ranges(views, max(kernels.RANK_LANES, cand)):
+                for base, count in self._launch_ranges(views, max(rank.RANK_LANES, cand)):
                     bits = self._cand_bound[base : base + count].flatten().view(wp.int32)
                     wp.launch_tiled(
-                        kernels.rank_lists,
+                        rank.rank_lists,
                         dim=[count],
                         inputs=[
                             self._cand_ref, self._cand_bound, bits.reshape((-1, 4)).view(wp.vec4i), self._cand_count,
-                            kernels.RANK_BUCKETS / self.rig.far, k, base,
+                            rank.RANK_BUCKETS / self.rig.far, k, base,
                         ],
                         outputs=[self._list_ref, self._list_bound],
                         device=self.device,
-                        block_dim=kernels.RANK_LANES,
-                    )
+                        block_dim=rank.RANK_LANES,
+                    )  # fmt: skip
         binned = int(solo_slot < 0)  # the id buffer walks the whole list: no tile masks
         if binned:
             mask = self._tile_mask(views)
-            mask.zero_()  # `entry_setup` ORs each entry's bits in (`kernels.bin_entry`)
+            mask.zero_()  # `entry_setup` ORs each entry's bits in (`binning.bin_entry`)
         else:
             mask = self._no_mask
-        binning = self._binning()
-        # The id buffer draws by the ramp (`kernels.raster_ids`): its records need no image axes
+        views_data.tile_mask = mask
+        binning_name = self._binning()
+        # The id buffer draws by the ramp (`raster.raster_ids`): its records need no image axes
         # and no stored lines.
         coverage = self.coverage if binned else "ramp"
         mode = self._coverage_mode(0, views) if binned else kernels.coverage_mode(coverage)
         for base, count in self._launch_ranges(views, k):
             wp.launch(
-                kernels.ENTRY_SETUP[coverage, binning],
+                kernels.ENTRY_SETUP[coverage, binning_name],
                 dim=count * k,
                 inputs=[
-                    self._view_origin, self._view_basis, self._view_step, self._view_world,
-                    self._list_ref, self._list_count, self._list_bound, agent_box, light_state, self._world_light_start,
-                    self._line_a, self._line_b, self._line_hw, self._line_kind,
-                    self._wall_a, self._wall_b, self._wall_h, self._light_pos, self._light_heading, self._light_local,
-                    self._line_color, self._light_color,
-                    focal, cx, cy, width, height, self._clip_x(), self.rig.far, binned, self._bin_mode,
-                    self._shared_bin_tiles, mode,
-                    kernels.BINNINGS[binning](), base,
+                    snap, rig, scene, self._palette, self._clip_x(), binned, self._bin_mode, self._shared_bin_tiles,
+                    mode, kernels.BINNINGS[binning_name](), base, views_data,
                 ],
-                outputs=[self._rec, mask],
                 device=self.device,
-                block_dim=kernels.ENTRY_SETUP_BLOCK_DIM,
+                block_dim=entry_setup.ENTRY_SETUP_BLOCK_DIM,
             )  # fmt: skip
+
+    def _rig_data(self) -> data.RigData:
+        """The rig at its current resolution, as the kernels take it."""
+        rig = data.RigData()
+        rig.cam_extr = self._cam_extr()
+        rig.num_cams = self.rig.num_cameras
+        rig.focal = self.rig.focal
+        rig.cx, rig.cy = self.rig.principal
+        rig.width, rig.height = float(self.rig.width), float(self.rig.height)
+        rig.near, rig.far = self.rig.near, self.rig.far
+        return rig
 
     def _clip_x(self) -> float:
         """Camera-plane depth (m) below which no pixel ray can reach ``near``: half the near
@@ -635,17 +636,9 @@ class Renderer:
         views = requests.shape[0] * C
         self._cull(agent_box, light_state, requests, slot_table, 0, views, solo_slot)
         ids = wp.zeros((views, H, W), dtype=wp.int32, device=self.device)
-        cx, cy = self.rig.principal
         wp.launch(
-            kernels.raster_ids,
-            dim=views * H * W,
-            inputs=[
-                self._view_origin, self._view_basis, self._view_world,
-                self._list_ref, self._list_bound, self._list_count, self._rec.flatten(), self._face_color,
-                self._misc_color,
-                self.rig.focal, cx, cy, self.rig.near, self.rig.far,
-            ],
-            outputs=[ids],
+            raster.raster_ids, dim=views * H * W,
+            inputs=[self._views, self._rig_data(), self._palette, self._rec.flatten()], outputs=[ids],
             device=self.device,
         )  # fmt: skip
         return ids.numpy()

@@ -24,10 +24,13 @@ Scene JSON (metres, degrees; x east, y north, z up; every key but ``ego`` option
       "stop_lines": [[[40, -7], [40, 0]]],
       "walls": [{"points": [[0, 12], [100, 12]], "height": 4}],
       "lights": [{"position": [45, -8, 4.5], "heading_deg": 180, "state": "red"}],  # red|yellow|green|off
-      "antialias": true, "supersample": 1, "coverage": "silhouette" # coverage: silhouette | exact | ramp
+      "antialias": true, "supersample": 1, "coverage": "silhouette", # coverage: silhouette | exact | ramp
+      "background": {"sky": [0.55, 0.7, 0.9], "ground": [0.26, 0.26, 0.28]}  # linear RGB in 0..1
     }
 
 Points may be [x, y] (z = 0) or [x, y, z]. ``rig`` takes every `CameraRig` argument.
+``background`` sets the sky (above the horizon) and the ground (below it); either key may be
+left out (`pictura.render.palette` colours).
 """
 
 from __future__ import annotations
@@ -115,11 +118,23 @@ def _box(raw: dict, key: str) -> np.ndarray:
     return np.array([x, y, z, math.radians(hd), ln, wd, ht, kind], np.float32)
 
 
+def _background(raw) -> dict:
+    """The scene's ``background`` -> the `Renderer`'s ``sky`` / ``ground`` arguments, checked."""
+    from pictura.render.rasterizer import background_color
+
+    if not isinstance(raw, dict):
+        raise ValueError(f"scene: background must be an object with sky and/or ground, got {raw!r}")
+    unknown = sorted(set(raw) - {"sky", "ground"})
+    if unknown:
+        raise ValueError(f"scene: background has unknown keys {unknown}; known: ['ground', 'sky']")
+    return {key: background_color(rgb, f"scene: background.{key}") for key, rgb in raw.items()}
+
+
 def scene_from_json(scene: dict) -> tuple[RoadMap, np.ndarray, np.ndarray, dict]:
     """Parse a scene dict: (road map, (S, BOX_WIDTH) boxes with the ego in slot 0, light states, options)."""
     if "ego" not in scene:
         raise ValueError("scene: 'ego' is required")
-    known = {"rig", "ego", "agents", "markings", "road_edges", "stop_lines", "walls", "lights", "antialias", "supersample", "coverage"}
+    known = {"rig", "ego", "agents", "markings", "road_edges", "stop_lines", "walls", "lights", "antialias", "supersample", "coverage", "background"}
     unknown = sorted(set(scene) - known)
     if unknown:
         raise ValueError(f"scene: unknown keys {unknown}; known: {sorted(known)}")
@@ -166,6 +181,7 @@ def scene_from_json(scene: dict) -> tuple[RoadMap, np.ndarray, np.ndarray, dict]
     options = {"antialias": bool(scene.get("antialias", True)), "supersample": int(scene.get("supersample", 1))}
     if "coverage" in scene:  # else the `Renderer`'s default
         options["coverage"] = str(scene["coverage"])
+    options.update(_background(scene.get("background", {})))
     return road_map, boxes, np.asarray(states, np.int32), options
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from pictura.render import kernels
+from pictura.render import common
 from pictura.render.array_io import (
     load_u32,
     load_vec3,
@@ -24,7 +24,7 @@ def read_all(
     i4: wp.array(dtype=wp.vec4i),
     words: wp.array(dtype=wp.uint32),
     colors: wp.array(dtype=wp.vec3),
-    rec: wp.array(dtype=kernels.EntryRecord),
+    rec: wp.array(dtype=common.EntryRecord),
     f4_out: wp.array(dtype=wp.vec4),
     i4_out: wp.array(dtype=wp.vec4i),
     words_out: wp.array(dtype=wp.uint32),
@@ -36,28 +36,28 @@ def read_all(
     i4_out[i] = load_vec4i(i4, i)
     words_out[i] = load_u32(words, i)
     colors_out[i] = load_vec3(colors, i)
-    for w in range(kernels.RECORD_WORDS):
-        rec_out[i, w] = kernels.record_word(rec, i, w)
+    for w in range(common.RECORD_WORDS):
+        rec_out[i, w] = common.record_word(rec, i, w)
 
 
 @wp.kernel
 def write_all(
     rgb: wp.array2d(dtype=wp.vec3ub),
-    rec: wp.array2d(dtype=kernels.EntryRecord),
+    rec: wp.array2d(dtype=common.EntryRecord),
     rgb_out: wp.array2d(dtype=wp.vec3ub),
-    rec_out: wp.array2d(dtype=kernels.EntryRecord),
+    rec_out: wp.array2d(dtype=common.EntryRecord),
 ):
     i = wp.tid()
     for j in range(rgb.shape[1]):
         store_rgb(rgb_out, i, j, rgb[i, j])
     for k in range(rec.shape[1]):
         e = rec[i, k]
-        kernels.store_record(rec_out, i, k, e.r0, e.r1, e.r2, e.bound, e.r3)
+        common.store_record(rec_out, i, k, e.r0, e.r1, e.r2, e.bound, e.r3)
 
 
 def record_array(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Random records as the structured dtype Warp gives `EntryRecord`."""
-    dtype = kernels.EntryRecord.numpy_dtype()
+    dtype = common.EntryRecord.numpy_dtype()
     out = np.zeros(shape, dtype)
     for name in ("r0", "r1", "r2"):
         out[name] = rng.normal(size=(*shape, 4)).astype(np.float32)
@@ -83,13 +83,13 @@ def check_array_io(device: str) -> None:
     outs = [
         wp.zeros(n, wp.vec4, device=device), wp.zeros(n, wp.vec4i, device=device),
         wp.zeros(n, wp.uint32, device=device), wp.zeros(n, wp.vec3, device=device),
-        wp.zeros((n, kernels.RECORD_WORDS), wp.vec4, device=device),
+        wp.zeros((n, common.RECORD_WORDS), wp.vec4, device=device),
     ]  # fmt: skip
     wp.launch(
         read_all, dim=n, device=device,
         inputs=[
             arr(f4, wp.vec4), arr(i4, wp.vec4i), arr(words, wp.uint32), arr(colors, wp.vec3),
-            wp.array(rec, dtype=kernels.EntryRecord, device=device),
+            wp.array(rec, dtype=common.EntryRecord, device=device),
         ],
         outputs=outs,
     )  # fmt: skip
@@ -102,12 +102,12 @@ def check_array_io(device: str) -> None:
     assert np.array_equal(got[4], want_words)
 
     rgb_out = wp.zeros((n, 7), wp.vec3ub, device=device)
-    rec_out = wp.zeros((n, 3), kernels.EntryRecord, device=device)
+    rec_out = wp.zeros((n, 3), common.EntryRecord, device=device)
     wp.launch(
         write_all, dim=n, device=device,
         inputs=[
             arr(rgb, wp.vec3ub),
-            wp.array(rec_2d, dtype=kernels.EntryRecord, device=device),
+            wp.array(rec_2d, dtype=common.EntryRecord, device=device),
         ],
         outputs=[rgb_out, rec_out],
     )  # fmt: skip
@@ -126,4 +126,4 @@ def test_array_io_matches_numpy_indexing_on_cuda():
 
 def test_records_are_four_aligned_words():
     # `record_word` and `store_record` address a record as RECORD_WORDS 16-byte words
-    assert wp.types.type_size_in_bytes(kernels.EntryRecord) == 16 * kernels.RECORD_WORDS
+    assert wp.types.type_size_in_bytes(common.EntryRecord) == 16 * common.RECORD_WORDS

@@ -9,7 +9,7 @@ import warp as wp
 
 from pictura.maps import load_road_map
 from pictura.maps.roadmap import pack_polylines
-from pictura.render import CameraRig, Renderer, kernels
+from pictura.render import CameraRig, Renderer, common, rank, raster, scene, tuning
 from pictura.render.camera import Camera
 from pictura.render.demo import spawn_snapshot
 from pictura.sim.snapshot import WorldLayout
@@ -38,7 +38,7 @@ def check_ranking_ties(capacity: int, far: float, device: str) -> None:
     (they share the last distance bucket), in one bucket or spread over several. Each view's
     list must be NumPy's stable sort, cut at the capacity. (Also run on CUDA: tests/gpu.)"""
     rng = np.random.default_rng(3)
-    cand_cap = kernels.RANK_SHARED_KEYS + 8
+    cand_cap = rank.RANK_SHARED_KEYS + 8
     counts = np.array([cand_cap, cand_cap - 3, 40, 37, 13, 4, 3, 1, 0] + [33] * 30 + [64, 65, 97], np.int32)
     bound = rng.choice(np.array([0.0, 0.5, 0.5000001, 2.0, 7.25], np.float32), (len(counts), cand_cap))
     bound[-33:] = rng.uniform(0.0, 1.2 * far, (33, cand_cap)).astype(np.float32)  # mostly distinct
@@ -49,12 +49,12 @@ def check_ranking_ties(capacity: int, far: float, device: str) -> None:
     cand_count = wp.array(counts, dtype=wp.int32, device=device)
     bits4 = wp.array(bound.reshape(-1, 4).view(np.int32), dtype=wp.vec4i, device=device)
     wp.launch_tiled(
-        kernels.rank_lists, dim=[len(counts)],
+        rank.rank_lists, dim=[len(counts)],
         inputs=[
             cand_ref, wp.array(bound, dtype=wp.float32, device=device), bits4, cand_count,
-            kernels.RANK_BUCKETS / far, capacity, 0,
+            rank.RANK_BUCKETS / far, capacity, 0,
         ],
-        outputs=[list_ref, list_bound], device=device, block_dim=kernels.RANK_LANES,
+        outputs=[list_ref, list_bound], device=device, block_dim=rank.RANK_LANES,
     )  # fmt: skip
     for v, n in enumerate(counts):
         order = np.argsort(bound[v, :n], kind="stable")[:capacity]
@@ -126,7 +126,7 @@ def test_a_view_past_the_default_buffer_gets_the_stable_sort_of_all_its_candidat
     images = [r.render_numpy(box, lights, request) for r in renderers]
     n = renderers[0]._cand_count.numpy()[:4]
     assert n.max() <= renderers[0]._cand_capacity
-    assert n[0] > renderers[1]._cand_capacity > kernels.RANK_SHARED_KEYS
+    assert n[0] > renderers[1]._cand_capacity > rank.RANK_SHARED_KEYS
     cand_ref, cand_bound = renderers[0]._cand_ref.numpy(), renderers[0]._cand_bound.numpy()
     k = renderers[0].list_capacity
     for r in renderers:
@@ -239,7 +239,7 @@ def test_tight_tile_bins_drop_nothing_that_is_drawn(town, width, height, kw):
 
 @pytest.mark.parametrize("coverage", ["ramp", "exact"])
 def test_warp_binning_on_the_cpu_bins_each_entry_alone(town, coverage):
-    # `kernels.WarpBinning` is compiled for the CPU too, where there are no warps: every entry
+    # `binning.WarpBinning` is compiled for the CPU too, where there are no warps: every entry
     # must bin itself, the same mask words as `SoloBinning` (tests/gpu checks the CUDA sharing).
     _, _, boxes, lights, requests = town
     masks = {}
@@ -303,7 +303,7 @@ def _group_of_thread(
     tids: wp.array(dtype=wp.int32), groups_view: int, magic: int, shift: int, out: wp.array(dtype=wp.vec3i)
 ):
     i = wp.tid()
-    out[i] = kernels.band_group(tids[i], groups_view, magic, shift)
+    out[i] = raster.band_group(tids[i], groups_view, magic, shift)
 
 
 @wp.kernel
@@ -311,7 +311,7 @@ def _pixel_of_band(
     bands: wp.array(dtype=wp.int32), tiles_x: int, inv_tiles_x: float, out: wp.array2d(dtype=wp.vec2i)
 ):
     i, lane = wp.tid()
-    out[i, lane] = kernels.band_pixel(bands[i], lane, tiles_x, inv_tiles_x)
+    out[i, lane] = raster.band_pixel(bands[i], lane, tiles_x, inv_tiles_x)
 
 
 @pytest.mark.parametrize("width,height", [(32, 18), (96, 54), (100, 7), (4096, 4096), (4096, 1)])
@@ -321,7 +321,7 @@ def test_raster_thread_decode_is_exact_integer_division(width, height, bands_per
     tile count (a reciprocal);
     compare with integer division over the whole int32 launch range (a launch holds < 2^31
     threads) and over a view's bands, with every band's 32 lanes covering its 8 x 4 pixels."""
-    threads_view, groups, magic, shift, inv_tiles_x = kernels.raster_launch(width, height, bands_per_thread)
+    threads_view, groups, magic, shift, inv_tiles_x = raster.raster_launch(width, height, bands_per_thread)
     tiles_x, tiles_y = -(-width // 8), -(-height // 8)
     assert groups == -(-2 * tiles_x * tiles_y // bands_per_thread) and threads_view == 32 * groups
     rng = np.random.default_rng(0)
@@ -360,21 +360,21 @@ def test_raster_thread_decode_is_exact_integer_division(width, height, bands_per
     np.testing.assert_array_equal(pix.numpy()[..., 1], py)
 
 
-def test_tuning_knobs_name_a_bad_value(monkeypatch):
-    from pictura.render import rasterizer
-
-    monkeypatch.setenv("PICTURA_RASTER_BLOCK_DIM", "100")
+def test_tuning_knobs_name_a_bad_value():
+    # An environment override names its variable, a field set in code names the field.
+    from_env = tuning.RenderTuning.from_env
     with pytest.raises(ValueError, match="PICTURA_RASTER_BLOCK_DIM must be a positive multiple of 32"):
-        kernels.block_dim("PICTURA_RASTER_BLOCK_DIM", 128)
-    monkeypatch.setenv("PICTURA_RASTER_BLOCK_DIM", "256")
-    assert kernels.block_dim("PICTURA_RASTER_BLOCK_DIM", 128) == 256
-    monkeypatch.setenv("PICTURA_RASTER_WIDE_MAX_REGISTERS", "lots")
+        from_env({"PICTURA_RASTER_BLOCK_DIM": "100"})
+    assert from_env({"PICTURA_RASTER_BLOCK_DIM": "256"}).raster_block_dim == 256
+    assert from_env({}) == tuning.RenderTuning()
     with pytest.raises(ValueError, match="PICTURA_RASTER_WIDE_MAX_REGISTERS must be an integer"):
-        kernels.register_cap("PICTURA_RASTER_WIDE_MAX_REGISTERS", 56)
+        from_env({"PICTURA_RASTER_WIDE_MAX_REGISTERS": "lots"})
     for bad in ("0", "33"):  # a group's bands are the bits of one uint32 (`group_occupancy`)
-        monkeypatch.setenv("PICTURA_RASTER_BANDS_PER_THREAD", bad)
         with pytest.raises(ValueError, match=r"PICTURA_RASTER_BANDS_PER_THREAD must be an integer in \[1, 32\]"):
-            rasterizer._bands_per_thread("PICTURA_RASTER_BANDS_PER_THREAD", 16)
+            from_env({"PICTURA_RASTER_BANDS_PER_THREAD": bad})
+    assert from_env({"PICTURA_RENDER_FAST_MATH": "0"}).fast_math is False
+    with pytest.raises(ValueError, match=r"RenderTuning.gather_lanes must be a positive multiple of 32"):
+        tuning.RenderTuning(gather_lanes=48)
 
 
 PITCHED = [
@@ -394,7 +394,7 @@ PITCHED = [
     ],
 )  # fmt: skip
 def test_line_first_row_drops_nothing_that_is_drawn(town, cameras, width, height, far):
-    # The ground lines' first row (`kernels.line_first_row`) follows the camera's pitch and
+    # The ground lines' first row (`entry_setup.line_first_row`) follows the camera's pitch and
     # height; every entry in every tile (mode 0) is the reference.
     road_map, layout, boxes, lights, requests = town
     images = {}
@@ -425,15 +425,15 @@ def test_line_first_row_keeps_ground_lines_out_of_bands_that_see_the_plane_beyon
         bits = np.unpackbits(masks.view(np.uint8).reshape(*masks.shape, 4), axis=-1, bitorder="little")
         binned = bits.reshape(views, masks.shape[1], -1)[..., : r.list_capacity].astype(bool)
         band = np.arange(masks.shape[1])
-        tiles_x = -(-rig.width // kernels.TILE_PX)
-        lowest_centre = (band // 2) // tiles_x * kernels.TILE_PX + (band % 2) * kernels.TILE_PX // 2 + 3.5
+        tiles_x = -(-rig.width // common.TILE_PX)
+        lowest_centre = (band // 2) // tiles_x * common.TILE_PX + (band % 2) * common.TILE_PX // 2 + 3.5
         checked = bad = 0
         for v in range(views):
             for k in range(count[v]):
-                if int(rec[v, k]["r2"][3]) != kernels.REF_LINE:
+                if int(rec[v, k]["r2"][3]) != scene.REF_LINE:
                     continue
                 h = float(rec[v, k]["r1"][1])
-                first_row = cy + max(-h, 0.0) * rig.focal / rig.far - kernels.BIN_CENTRE_SLACK_PX
+                first_row = cy + max(-h, 0.0) * rig.focal / rig.far - common.BIN_CENTRE_SLACK_PX
                 bad += int((lowest_centre[binned[v, :, k]] < first_row).sum())
                 checked += 1
         assert checked > 100
@@ -460,15 +460,15 @@ def test_ground_lines_bin_only_to_bands_near_their_projection(town):
     bits = np.unpackbits(masks.view(np.uint8).reshape(*masks.shape, 4), axis=-1, bitorder="little")
     binned = bits.reshape(views, masks.shape[1], -1)[..., : r.list_capacity].astype(bool)
     band = np.arange(masks.shape[1])
-    tiles_x = -(-rig.width // kernels.TILE_PX)
-    bu0 = (band // 2) % tiles_x * kernels.TILE_PX
-    bw0 = (band // 2) // tiles_x * kernels.TILE_PX + (band % 2) * (kernels.TILE_PX // 2)
+    tiles_x = -(-rig.width // common.TILE_PX)
+    bu0 = (band // 2) % tiles_x * common.TILE_PX
+    bw0 = (band // 2) // tiles_x * common.TILE_PX + (band % 2) * (common.TILE_PX // 2)
     f, (cx, cy) = rig.focal, rig.principal
     checked = 0
     for v in range(views):
         for k in range(count[v]):
             e = rec[v, k]
-            if int(e["r2"][3]) != kernels.REF_LINE:
+            if int(e["r2"][3]) != scene.REF_LINE:
                 continue
             a = np.array([e["r0"][0], e["r0"][1], e["r1"][1]], np.float64)
             ends = [a, a + e["r1"][0] * np.array([e["r0"][2], e["r0"][3], 0.0])]
@@ -477,10 +477,10 @@ def test_ground_lines_bin_only_to_bands_near_their_projection(town):
                 continue  # near or behind the camera plane: clipped outlines, whole-screen bins
             us = [cx - f * c[1] / c[0] for c in cam]
             ws = [cy - f * c[2] / c[0] for c in cam]
-            reach = float(e["r1"][2]) * f / min(c[0] for c in cam) + kernels.BIN_LINE_MARGIN_PX + 0.5 + 0.5
+            reach = float(e["r1"][2]) * f / min(c[0] for c in cam) + common.BIN_LINE_MARGIN_PX + 0.5 + 0.5
             for b in np.flatnonzero(binned[v, :, k]):
-                assert bu0[b] - reach <= max(us) and min(us) <= bu0[b] + kernels.TILE_PX + reach, (v, k, b)
-                assert bw0[b] - reach <= max(ws) and min(ws) <= bw0[b] + kernels.TILE_PX // 2 + reach, (v, k, b)
+                assert bu0[b] - reach <= max(us) and min(us) <= bu0[b] + common.TILE_PX + reach, (v, k, b)
+                assert bw0[b] - reach <= max(ws) and min(ws) <= bw0[b] + common.TILE_PX // 2 + reach, (v, k, b)
             checked += 1
     assert checked > 100
 
@@ -499,8 +499,8 @@ def _occupancy_of_groups(
     mask_row = v * bands * words
     lane_bits = wp.uint32(0)
     if grp + lane * groups < bands:
-        lane_bits = kernels.band_bits(mask, mask_row + (grp + lane * groups) * words, words)
-    occupied = kernels.group_occupancy(lane_bits, mask, mask_row, grp, groups, bands, words)
+        lane_bits = raster.band_bits(mask, mask_row + (grp + lane * groups) * words, words)
+    occupied = raster.group_occupancy(lane_bits, mask, mask_row, grp, groups, bands, words)
     if lane == 0:
         out[v * groups + grp] = occupied
 
@@ -548,11 +548,11 @@ def test_division_magic_is_exact_for_every_warp_index():
     rng = np.random.default_rng(1)
     top = 2**26 - 1
     for d in [*range(1, 5001), 524_288, 524_287, 99_991]:
-        m, k = kernels.division_magic(d)
+        m, k = raster.division_magic(d)
         assert 0 < m <= 2**27 and top * m < 2**63
         q = rng.integers(0, top // d + 1, 64)
         w = np.concatenate([[0, 1, top, top - 1], rng.integers(0, top + 1, 64), q * d, q * d - 1, q * d + 1])
         w = w[(w >= 0) & (w <= top)].astype(object)  # Python ints: exact products
         assert all((x * m) >> k == x // d for x in w), d
     with pytest.raises(ValueError, match="divisor"):
-        kernels.division_magic(0)
+        raster.division_magic(0)

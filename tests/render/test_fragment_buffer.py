@@ -1,10 +1,10 @@
-"""`kernels.trace_ray`'s fragment buffer against the exact front-to-back composite (NumPy).
+"""`fragments.trace_ray`'s fragment buffer against the exact front-to-back composite (NumPy).
 
 One ray along +x meets a stack of traffic-light disks that face it. A disk's fragment has the
 disk's distance as depth, its angular visibility as alpha (the ray passes through its centre,
 so its coverage is 1) and its record's colour, so the test sets each fragment's (t, alpha,
 colour) directly in hand-built records and walks them in list order. The buffer keeps
-`kernels.FRAGMENT_SLOTS` fragments and composites any further one behind the last slot, so
+`common.FRAGMENT_SLOTS` fragments and composites any further one behind the last slot, so
 more fragments than slots must still composite exactly (up to the colours' 10-bit packing).
 """
 
@@ -14,17 +14,17 @@ import numpy as np
 import pytest
 import warp as wp
 
-from pictura.render import kernels
+from pictura.render import common, fragments, scene
 
 SKY = (0.2, 0.4, 0.9)
 FAR = 100.0
-# 1 / 1023 per packed colour (`kernels.COLOR_BITS`), once per fragment and once per merge
+# 1 / 1023 per packed colour (`common.COLOR_BITS`), once per fragment and once per merge
 TOLERANCE = 3e-3
 
 
 @wp.kernel
 def trace_one_ray(
-    rec: wp.array(dtype=kernels.EntryRecord),
+    rec: wp.array(dtype=common.EntryRecord),
     tile_mask: wp.array(dtype=wp.uint32),
     face_color: wp.array(dtype=wp.vec3),
     misc_color: wp.array(dtype=wp.vec3),
@@ -32,33 +32,33 @@ def trace_one_ray(
 ):
     # over the sky (on_ground 0), pix 1e-3 rad, near 0.1 m, antialiased; pixel (0, 0) of the
     # sample grid (only `SilhouetteCoverage` reads it)
-    out[0] = kernels.trace_ray(
+    out[0] = fragments.trace_ray(
         wp.vec3(1.0, 0.0, 0.0), 0, rec, 0, tile_mask, 0, 1, face_color, misc_color, 0, 1.0e-3, 0.1, FAR, 1,
-        kernels.RampCoverage(),
+        common.RampCoverage(),
     )  # fmt: skip
 
 
 @wp.kernel
 def packed_color_words(colors: wp.array(dtype=wp.vec3), words: wp.array(dtype=wp.float32)):
     i = wp.tid()
-    words[i] = kernels.packed_color_word(colors[i])
+    words[i] = common.packed_color_word(colors[i])
 
 
 def packed_color_word(color: tuple[float, float, float]) -> float:
-    """A record's colour word as `entry_setup` stores it (`kernels.packed_color_word`)."""
+    """A record's colour word as `entry_setup` stores it (`common.packed_color_word`)."""
     words = wp.zeros(1, dtype=wp.float32, device="cpu")
     wp.launch(packed_color_words, dim=1, inputs=[wp.array([color], dtype=wp.vec3, device="cpu")], outputs=[words])
     return float(words.numpy()[0])
 
 
-def light_record(t: float, alpha: float, color: tuple[float, float, float]) -> kernels.EntryRecord:
+def light_record(t: float, alpha: float, color: tuple[float, float, float]) -> common.EntryRecord:
     """A light disk at distance t on the +x axis, facing the camera, seen with visibility alpha
     (`entry_setup`'s light record: (p - o, n_x) (n_y, visibility, -, -) (packed colour, -, -,
     REF_LIGHT))."""
-    e = kernels.EntryRecord()
+    e = common.EntryRecord()
     e.r0 = wp.vec4(t, 0.0, 0.0, -1.0)
     e.r1 = wp.vec4(0.0, alpha, 0.0, 0.0)
-    e.r2 = wp.vec4(packed_color_word(color), 0.0, 0.0, float(kernels.REF_LIGHT))
+    e.r2 = wp.vec4(packed_color_word(color), 0.0, 0.0, float(scene.REF_LIGHT))
     e.bound = t - 0.5
     e.r3 = wp.vec3(0.0)
     return e
@@ -66,7 +66,7 @@ def light_record(t: float, alpha: float, color: tuple[float, float, float]) -> k
 
 def traced(fragments: list[tuple[float, float, tuple[float, float, float]]]) -> np.ndarray:
     """The ray's colour with ``fragments`` (t, alpha, rgb) walked in list order."""
-    rec = wp.array([light_record(*f) for f in fragments], dtype=kernels.EntryRecord, device="cpu")
+    rec = wp.array([light_record(*f) for f in fragments], dtype=common.EntryRecord, device="cpu")
     mask = wp.array([(1 << len(fragments)) - 1], dtype=wp.uint32, device="cpu")
     face = wp.zeros(18, dtype=wp.vec3, device="cpu")
     misc = wp.array([SKY, (0.3, 0.3, 0.3), (0.5, 0.5, 0.5)], dtype=wp.vec3, device="cpu")

@@ -50,6 +50,6 @@ def test_script_reports_the_raster_at_its_register_cap():
     )  # fmt: skip
     rows = {r["kernel"]: r for r in map(json.loads, done.stdout.splitlines())}
     assert set(rows) == {"raster_views[ramp]", "view_rays"}
-    from pictura.render.kernels import RASTER_MAX_REGISTERS
+    from pictura.render.raster import RASTER_MAX_REGISTERS
 
     assert rows["raster_views[ramp]"]["registers"] <= RASTER_MAX_REGISTERS

@@ -89,3 +89,23 @@ def test_map_agent_errors_name_the_option(tmp_path):
         main(["--map", "procedural:seed=0", "--agents", "12", "--agent", "12", "--out", out])
     with pytest.raises(SystemExit, match="--agents must be >= 1"):
         main(["--map", "procedural:seed=0", "--agents", "0", "--out", out])
+
+
+def test_scene_sets_its_own_background(tmp_path):
+    """``background``: the sky fills the rows above the horizon and the ground those below, as
+    8-bit rounds of the given linear colours; a bad colour stops the tool naming the field."""
+    sky, ground = [0.2, 0.4, 0.8], [1.0, 0.6, 0.0]  # whole 8-bit levels: 51, 102, 204 and 255, 153, 0
+    scene = {"rig": {"cameras": [{"name": "front", "x": 0, "y": 0, "z": 1.5, "yaw_deg": 0}]}, "ego": {"x": 0, "y": 0},
+             "background": {"sky": sky, "ground": ground}}  # fmt: skip
+    path = tmp_path / "scene.json"
+    path.write_text(json.dumps(scene))
+    main(["--scene", str(path), "--out", str(tmp_path / "bg.png"), "--width", "32", "--height", "18"])
+    view = np.load(tmp_path / "bg.npy")[0]
+    np.testing.assert_array_equal(view[0], np.tile(np.round(np.array(sky) * 255), (32, 1)))
+    np.testing.assert_array_equal(view[-1], np.tile(np.round(np.array(ground) * 255), (32, 1)))
+    for bad, field in (({"sky": [0.1, 0.2]}, "background.sky"), ({"ground": [0, 0, 1.5]}, "background.ground"),
+                       ({"sea": [0, 0, 1]}, "unknown keys")):  # fmt: skip
+        scene["background"] = bad
+        path.write_text(json.dumps(scene))
+        with pytest.raises(SystemExit, match=field):
+            main(["--scene", str(path), "--out", str(tmp_path / "bad.png")])

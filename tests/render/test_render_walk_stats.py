@@ -1,6 +1,6 @@
 """`benchmarks/render_walk_stats.py`: its copy of the raster's walk must see what the raster draws.
 
-The reference is `kernels.raster_ids`, which walks each view's whole list (no bins, no early
+The reference is `raster.raster_ids`, which walks each view's whole list (no bins, no early
 stop) and names the agent nearest at each pixel centre: that agent's entry must be binned to
 the pixel's band, walked there and drawing there.
 """
@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.render_walk_stats import band_entry_sets, entry_bits
 from pictura.maps import load_road_map
-from pictura.render import CameraRig, Renderer, kernels
+from pictura.render import CameraRig, Renderer, common, scene
 from pictura.render.demo import spawn_snapshot
 from pictura.sim.snapshot import WorldLayout
 
@@ -41,14 +41,14 @@ def test_the_walk_copy_draws_every_agent_the_raster_shows(width, height):
     binned, walked, drawn, partial = band_entry_sets(r, views)
     assert (walked <= binned).all() and (drawn <= walked).all() and (partial <= drawn).all()
     kind = r._rec.numpy()[:views]["r2"][:, :, 3].astype(int)[:, None, :]
-    assert (partial & (kind == kernels.REF_AGENT)).any()  # antialiased box edges
+    assert (partial & (kind == scene.REF_AGENT)).any()  # antialiased box edges
     refs = r._list_ref.numpy()[:views]
-    tiles_x = -(-width // kernels.TILE_PX)
+    tiles_x = -(-width // common.TILE_PX)
     checked = 0
     for v, py, px in np.argwhere(ids >= 0):
-        k = np.flatnonzero(refs[v] == ((kernels.REF_AGENT << kernels.REF_SHIFT) | ids[v, py, px]))
+        k = np.flatnonzero(refs[v] == ((scene.REF_AGENT << scene.REF_SHIFT) | ids[v, py, px]))
         assert len(k) == 1
-        band = 2 * ((py // kernels.TILE_PX) * tiles_x + px // kernels.TILE_PX) + (py % kernels.TILE_PX) // (kernels.TILE_PX // 2)
+        band = 2 * ((py // common.TILE_PX) * tiles_x + px // common.TILE_PX) + (py % common.TILE_PX) // (common.TILE_PX // 2)
         assert binned[v, band, k[0]] and walked[v, band, k[0]] and drawn[v, band, k[0]], (v, py, px)
         checked += 1
     assert checked > 100  # the scene shows agents
@@ -62,7 +62,7 @@ def test_walk_by_row_counts_per_band_row():
 
     assert band_first_rows(4, 8).tolist() == [0, 4, 8, 12]
     assert band_first_rows(4, 16).tolist() == [0, 4, 0, 4]  # two tiles per row
-    kind = np.array([[[kernels.REF_AGENT, kernels.REF_LINE, kernels.REF_LINE]]])
+    kind = np.array([[[scene.REF_AGENT, scene.REF_LINE, scene.REF_LINE]]])
     binned = np.array([[[0, 0, 0], [1, 1, 1], [0, 0, 1], [0, 1, 0]]], bool)
     walked = binned.copy()
     drawn = np.array([[[0, 0, 0], [1, 1, 0], [0, 0, 0], [0, 1, 0]]], bool)
