@@ -137,6 +137,7 @@ class ModelData:
     spawn_speed_fraction: float
     eval_mode: int
     eval_goal_radius: float
+    offroad_centre: int
     # log replay (`pictura.sim.replay`); all empty and replay = 0 for self-play
     replay: int
     slot_mode: wp.array(dtype=wp.int32)
@@ -642,6 +643,7 @@ def build_model(
         spawn_speed_fraction=float(c.spawn_speed_fraction),
         eval_mode=int(c.eval),
         eval_goal_radius=float(c.eval_goal_radius),
+        offroad_centre=int(c.offroad_centre),
         replay=int(replay is not None),
         track_steps=int(a["track_valid"].shape[1]),
         green_lo=float(c.eval_light_s[0] if c.eval else c.light_green_s[0]),
