@@ -13,6 +13,10 @@ import warp as wp
 SWEEP_SUBSTEPS = 4
 """Poses interpolated between the previous and current pose in the swept off-road test: enough
 for a box to turn through ~180 deg in one step without stepping over an edge."""
+SWEEP_HEADING_TOLERANCE_M = 0.02
+"""The swept collision test (`swept_boxes_overlap`) holds each box's heading constant over an
+interval of the step; it uses enough intervals that no corner is further than this from where
+the turning box's corner is."""
 Z_TOLERANCE_M = 4.0
 """Geometry further than this in z is on another level (overpass) and never interacts."""
 BROAD_PHASE_MARGIN_M = 1.0e-3
@@ -225,21 +229,29 @@ def swept_boxes_overlap(
     """Do boxes A and B, each moving from pose 0 to pose 1 during the step (centre linear,
     heading along the shorter turn), overlap at any moment of it?
 
-    The step is cut into `SWEEP_SUBSTEPS` intervals; in each, both boxes hold the heading of the
-    interval's middle and translate, and `translating_boxes_overlap` tests the relative move
-    exactly, so no partner, however thin, is passed through. The end poses are also tested
-    exactly (the interval headings differ from the end headings by a quarter of the step's turn
-    at most). Intervals whose relative centre path stays farther than the two circumradii are
-    skipped before any trigonometry. A static partner is ``cb0 == cb1``, ``hb0 == hb1``."""
-    hit = boxes_overlap(ca1, ha1, la, wa, cb1, hb1, lb, wb)
-    reach = 0.5 * wp.sqrt(la * la + wa * wa) + 0.5 * wp.sqrt(lb * lb + wb * wb)
+    The step is cut into 1 to `SWEEP_SUBSTEPS` intervals, as many as keep each box's heading,
+    held at the interval's middle, within `SWEEP_HEADING_TOLERANCE_M` of its true corner
+    positions (one for boxes that do not turn); in each, `translating_boxes_overlap` tests the
+    relative move exactly, so no partner, however thin, is passed through. The end poses are
+    also tested exactly. End poses, and intervals, whose centres stay farther apart than the two
+    circumradii are skipped before any trigonometry. A static partner is ``cb0 == cb1``,
+    ``hb0 == hb1``."""
+    ra = 0.5 * wp.sqrt(la * la + wa * wa)
+    rb = 0.5 * wp.sqrt(lb * lb + wb * wb)
+    reach = ra + rb + BROAD_PHASE_MARGIN_M
+    hit = bool(False)
+    if wp.length(cb1 - ca1) < reach:
+        hit = boxes_overlap(ca1, ha1, la, wa, cb1, hb1, lb, wb)
     turn_a = wrap_angle(ha1 - ha0)
     turn_b = wrap_angle(hb1 - hb0)
+    # a heading held at an interval's middle is off by at most half the interval's turn
+    swing = 0.5 * wp.max(ra * wp.abs(turn_a), rb * wp.abs(turn_b))
+    intervals = wp.clamp(int(wp.ceil(swing / SWEEP_HEADING_TOLERANCE_M)), 1, SWEEP_SUBSTEPS)
     origin = wp.vec2(0.0, 0.0)
-    for i in range(SWEEP_SUBSTEPS):
+    for i in range(intervals):
         if not hit:
-            t0 = float(i) / float(SWEEP_SUBSTEPS)
-            t1 = float(i + 1) / float(SWEEP_SUBSTEPS)
+            t0 = float(i) / float(intervals)
+            t1 = float(i + 1) / float(intervals)
             d0 = (cb0 - ca0) + ((cb1 - cb0) - (ca1 - ca0)) * t0
             d1 = (cb0 - ca0) + ((cb1 - cb0) - (ca1 - ca0)) * t1
             if point_segment_distance(origin, d0, d1) < reach:
