@@ -1,7 +1,7 @@
 """Simulator throughput: env step without rendering (one JSON line).
 
     python benchmarks/sim_throughput.py --device cuda           # H200: target >= 20 M agent-steps/s
-    python benchmarks/sim_throughput.py --device cpu --slots 1024 --steps 20
+    python benchmarks/sim_throughput.py --device cpu --slots 1024 --steps 20 --block-slots 1024 --worlds-per-block 24
     python benchmarks/sim_throughput.py --device cpu --slots 2048 --steps 200 --block-slots 0  # fixed worlds
 
 Scene: ``--slots`` (20,480) agent slots packed as the training configs pack them, in blocks of

@@ -3,10 +3,11 @@ it can see, and not to those it cannot?
 
 Removal probe: for recorded states, remove one nearby road user at a time (its snapshot row's
 kind set to -1), rebuild the ego's observation (re-render the cameras for a perspective policy,
-`env.vectorized.build` for a vectorized one) and report
+`env.vectorized.build` for a vectorized one) and report, with the paper's signs (Sec. 5.2: o the
+observation, o' the one without the user)
 
-- ``dV``: value(removed) - value(original),
-- ``dP_brake``: P(brake | removed) - P(brake | original), P(brake) the total probability of the
+- ``dV`` = V(o) - V(o'): value(original) - value(removed),
+- ``dP_brake`` = P(brake | o) - P(brake | o'), P(brake) the total probability of the
   decelerating actions (longitudinal jerk bins -15 and -4 m/s^3: ``a // 3 in {0, 1}``),
 
 against the user's *visible fraction* (the paper's occlusion fraction; 1 = fully in view,
@@ -15,9 +16,14 @@ the target's unoccluded pixels summed over all the ego's cameras (area-weighted 
 Everything else of the observation (ego state, goals, conditioning, ``ego_aux``) is kept: only
 what the user's presence changes in the sensed scene changes.
 
+Fig. 8a aggregates per scene (a recorded state): within each visible-fraction bin, the means
+over each scene's removals, then the mean and standard error over scenes
+(`aggregate_by_visibility`).
+
 Pedestrian probe: a synthetic pedestrian is swept along a line behind a vehicle in front of the
-ego; ``dV`` / ``dP_brake`` (with vs without the pedestrian) and its visible fraction are traced
-along the line. It occupies a free slot of the ego's world (the probe env keeps one free).
+ego; ``dV`` / ``dP_brake`` with the same signs (o with the pedestrian, o' without it) and its
+visible fraction are traced along the line. It occupies a free slot of the ego's world (the
+probe env keeps one free).
 """
 
 from __future__ import annotations
@@ -194,8 +200,9 @@ def removal_probe(
 ) -> list[dict]:
     """Remove each road user within ``radius`` m of each ego (up to ``max_egos`` per state).
 
-    Returns one record per (state, ego, user): ``state``, ``ego``, ``target``, ``kind``,
-    ``distance`` (m), ``visible`` (visible fraction), ``dV``, ``dP_brake``."""
+    Returns one record per (state, ego, user): ``state`` (the scene), ``ego``, ``target``,
+    ``kind``, ``distance`` (m), ``visible`` (visible fraction), ``dV`` = V(o) - V(o'),
+    ``dP_brake`` = P(brake | o) - P(brake | o') (o' without the user)."""
     if radius <= 0:
         raise ValueError(f"radius must be > 0 m, got {radius}")
     layout = env.layout
@@ -224,7 +231,7 @@ def removal_probe(
                     "state": si, "ego": ego, "target": r, "kind": int(box_np[r, BOX_KIND]),
                     "distance": float(d[r]),
                     "visible": float(env.renderer.occlusion_fraction(box_np, light_np, ego, r)),
-                    "dV": float(value[i + 1] - value[0]), "dP_brake": float(p_brake[i + 1] - p_brake[0]),
+                    "dV": float(value[0] - value[i + 1]), "dP_brake": float(p_brake[0] - p_brake[i + 1]),
                 })
     if not records:
         raise ValueError(
@@ -235,10 +242,20 @@ def removal_probe(
 
 
 def aggregate_by_visibility(records: list[dict], bins=VISIBILITY_BINS) -> list[dict]:
-    """Per visible-fraction bin: ``count``, mean ``dV``, mean ``|dV|``, mean ``dP_brake``, and
-    the standard errors of the ``dV`` and ``dP_brake`` means (``dV_se``, ``dP_brake_se``: sample
-    standard deviation / sqrt(count), None below two removals). The removals of one recorded
-    state share its scene, so these treat correlated removals as independent: a lower bound."""
+    """Fig. 8a's aggregation: per visible-fraction bin, the removals of each scene (``state``)
+    averaged first, then over the scenes. Each bin has ``count`` (removals), ``scenes``, and
+    for ``dV`` and ``dP_brake`` the mean of the per-scene means (``dV_mean``,
+    ``dP_brake_mean``), the same of the magnitudes (``abs_dV_mean``, ``abs_dP_brake_mean``: the
+    paper plots these) and the standard errors over scenes (``dV_se``, ``dP_brake_se``,
+    ``abs_dV_se``, ``abs_dP_brake_se``: sample standard deviation of the per-scene means /
+    sqrt(scenes), None below two scenes). Scenes, not removals, are the independent unit: the
+    removals of one scene share its other road users and its ego."""
+
+    def scene_means(sel: list[dict], key: str, magnitude: bool) -> np.ndarray:
+        per_scene: dict[int, list[float]] = {}
+        for r in sel:
+            per_scene.setdefault(int(r["state"]), []).append(abs(r[key]) if magnitude else r[key])
+        return np.array([np.mean(v) for v in per_scene.values()], np.float64)
 
     def mean(x: np.ndarray) -> float | None:
         return float(x.mean()) if len(x) else None
@@ -246,13 +263,17 @@ def aggregate_by_visibility(records: list[dict], bins=VISIBILITY_BINS) -> list[d
     out = []
     for lo, hi in zip(bins[:-1], bins[1:], strict=True):
         sel = [r for r in records if lo <= r["visible"] < hi]
-        dv = np.array([r["dV"] for r in sel], np.float64)
-        dp = np.array([r["dP_brake"] for r in sel], np.float64)
-        out.append({
+        row = {
             "visible_lo": float(lo), "visible_hi": float(min(hi, 1.0)), "count": len(sel),
-            "dV_mean": mean(dv), "abs_dV_mean": mean(np.abs(dv)), "dP_brake_mean": mean(dp),
-            "dV_se": mean_standard_error(dv), "dP_brake_se": mean_standard_error(dp),
-        })
+            "scenes": len({int(r["state"]) for r in sel}),
+        }
+        for key in ("dV", "dP_brake"):
+            signed, magnitude = scene_means(sel, key, False), scene_means(sel, key, True)
+            row |= {
+                f"{key}_mean": mean(signed), f"abs_{key}_mean": mean(magnitude),
+                f"{key}_se": mean_standard_error(signed), f"abs_{key}_se": mean_standard_error(magnitude),
+            }
+        out.append(row)
     return out
 
 

@@ -61,9 +61,36 @@ def default_maps() -> tuple[list[str], str]:
     return [f"procedural:seed={i}" for i in range(8)], "maps: 8 procedural towns (CARLA data not found)"
 
 
+EVAL_SETTINGS: dict[str, float | tuple[float, ...]] = {
+    "eval_goal_radius": 2.0,  # m: a goal counts within 2 m (App. C.1)
+    "eval_light_s": (10.0, 3.0, 2.0),  # green, yellow, red, s
+    "eval_vehicle_length": (2.0, 5.5),  # m, U(lo, hi)
+    "eval_vehicle_width": (1.5, 2.5),  # m, U(lo, hi)
+    "eval_v_max": 20.0,  # m/s
+}
+"""The evaluation settings REFERENCE.md lists ("Evaluation definitions", "Traffic lights", "Spawn"),
+as `SimConfig` fields. Both protocols refuse a config that changes one (`check_eval_settings`);
+argmax actions are the protocols' policy (`pictura.eval.policies.argmax_policy`)."""
+
+
+def check_eval_settings(sim: SimConfig) -> None:
+    """Raise ``ValueError`` naming the first `EVAL_SETTINGS` field ``sim`` sets to another value:
+    an evaluation under other settings would not be the paper's, and silently replacing the
+    value would hide the config's intent."""
+    for name, value in EVAL_SETTINGS.items():
+        got = getattr(sim, name)
+        same = tuple(map(float, got)) == value if isinstance(value, tuple) else float(got) == value
+        if not same:
+            raise ValueError(
+                f"SimConfig.{name} is {got!r}; the evaluation protocols fix it at {value!r} "
+                "(REFERENCE.md): drop the override from the config"
+            )
+
+
 def eval_sim_config(steps: int, base: SimConfig | None = None) -> SimConfig:
-    """Evaluation rules for ``steps``-step scenarios: eval sizes, light timings and goal radius,
-    v_max 20, no episode cap inside the scenario, no early reset.
+    """Evaluation rules for ``steps``-step scenarios: eval sizes, light timings (no outages) and
+    goal radius (`EVAL_SETTINGS`, checked on ``base``), v_max 20, no episode cap inside the
+    scenario, no early reset.
 
     The simulator has no switch to turn the early reset off (its fraction must be in (0, 1]):
     1.0 resets a world only once *every* agent halted, and the protocol ignores a world from
@@ -73,7 +100,10 @@ def eval_sim_config(steps: int, base: SimConfig | None = None) -> SimConfig:
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     base = SimConfig() if base is None else base
-    return dataclasses.replace(base, eval=True, v_max=20.0, episode_length=steps + 1, early_reset_halted_fraction=1.0)
+    check_eval_settings(base)
+    return dataclasses.replace(
+        base, eval=True, v_max=float(EVAL_SETTINGS["eval_v_max"]), episode_length=steps + 1, early_reset_halted_fraction=1.0
+    )
 
 
 @dataclass
@@ -436,6 +466,7 @@ def run_womd(
         raise ValueError(f"steps must be >= 1, got {steps}")
     if scenes_per_batch < 1:
         raise ValueError(f"scenes_per_batch must be >= 1, got {scenes_per_batch}")
+    check_eval_settings(SimConfig() if base_sim is None else base_sim)
     sources = list(sources)
     scenes = [scenario for scenario, _ in womd_scenes(sources, density, seed)]
     skipped = len(sources) - len(scenes)

@@ -2,27 +2,31 @@
 crossing vehicle comes into view?
 
 1. Record: drive ``recorder`` on a one-world env from a seeded reset for ``steps`` steps,
-   keeping every step's snapshot and every slot's action.
+   keeping every step's snapshot, speeds, world clock and every slot's action.
 2. Pick start states (every ``every`` steps): an ego within ``junction_radius`` m of a junction
    centre. It is a *hidden* case when an oncoming or crossing vehicle (heading more than 45 deg
-   from the ego's) within ``vehicle_radius`` m has visible fraction 0 and becomes visible
-   (`Renderer.occlusion_fraction` > 0) within ``reveal_window`` steps; a *control* case when no
-   vehicle within ``vehicle_radius`` m is hidden-then-revealed. Reveal time = first visible step
-   (control cases use the start time + ``reveal_window`` / 2 as their reference).
-3. Take over: rewind to the recorded simulator state of the start step (`DrivingEnv.save_state`;
-   equivalently, replay the recording's seed and actions: the simulator is deterministic),
-   then for ``horizon`` steps the tested policy drives the ego while the
-   others replay their recorded actions.
+   from the ego's) within ``vehicle_radius`` m is *occluded*: inside the field of view of one
+   of the ego's cameras (`in_field_of_view`) with visible fraction 0
+   (`Renderer.occlusion_fraction`), and becomes visible within ``reveal_window`` steps; a
+   *control* case when no vehicle within ``vehicle_radius`` m is hidden-then-revealed. A
+   vehicle merely outside every camera's view is not hidden. Reveal time = first visible step
+   (control cases use the start time + ``reveal_window`` / 2 as their reference). Each hidden
+   case keeps its vehicle's visible fraction at every step from the start to the reveal
+   (``Case.visible``).
+3. Take over: rewind to the recorded simulator state of the start step (`DrivingEnv.save_state`),
+   then for ``horizon`` steps the tested policy drives the ego while every other agent is
+   replayed from the recording (the simulator's log replay, `pictura.sim.replay`: each takes
+   its recorded pose of every step whatever the ego does, and stays collidable). As the paper:
+   "all other agents continue along their recorded trajectories".
 
-Approximation (the simulator has no log replay of agents here): the others replay their
-recorded *actions* open-loop, so they follow their recorded trajectories exactly unless the
-ego's different behaviour changes theirs (a collision with the ego halts them). The result is
-ego speed (m/s) vs time relative to reveal (s), per case, for each tested policy.
+The result is ego speed (m/s) vs time relative to reveal (s), per case, for each tested policy.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +34,18 @@ import torch
 import warp as wp
 
 from pictura.eval.metrics import mean_standard_error
-from pictura.sim.snapshot import BOX_HEADING, BOX_INVALID, BOX_KIND, BOX_X, BOX_Y
+from pictura.sim.model import SLOT_REPLAYED, SLOT_SELF_PLAY
+from pictura.sim.snapshot import (
+    BOX_HEADING,
+    BOX_HEIGHT,
+    BOX_INVALID,
+    BOX_KIND,
+    BOX_LENGTH,
+    BOX_WIDTH_,
+    BOX_X,
+    BOX_Y,
+    BOX_Z,
+)
 
 STEP_S = 0.1
 """Simulator step (s)."""
@@ -38,7 +53,7 @@ STEP_S = 0.1
 
 @dataclass
 class Recording:
-    """A recorded drive: T steps of snapshots, actions and the seed to replay it."""
+    """A recorded drive: T steps of snapshots, speeds, world clocks and actions, and the seed."""
 
     seed: int
     agent_box: np.ndarray  # (T, S + P, 8)
@@ -46,17 +61,21 @@ class Recording:
     action: np.ndarray  # (T, S) int64, the action taken after snapshot t
     valid: np.ndarray  # (T, S) bool
     states: list = field(default_factory=list)  # env.save_state() before each step's action
+    speed: np.ndarray | None = None  # (T, S) m/s at snapshot t
+    world_step: np.ndarray | None = None  # (T,) world 0's clock at snapshot t
 
 
 @dataclass
 class Case:
-    """One takeover start: ego slot, start step, reveal step (hidden) or reference (control)."""
+    """One takeover start: ego slot, start step, reveal step (hidden) or reference (control);
+    ``visible``: the hidden vehicle's visible fraction at each step from start to reveal."""
 
     ego: int
     start: int
     reveal: int
     hidden: bool
     vehicle: int = -1
+    visible: list[float] = field(default_factory=list)
     speeds: dict[str, list[float]] = field(default_factory=dict)
 
 
@@ -65,7 +84,7 @@ def record(env, recorder, steps: int) -> Recording:
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     td = env.reset()
-    boxes, lights, actions, valids, states = [], [], [], [], []
+    boxes, lights, actions, valids, states, speeds, clocks = [], [], [], [], [], [], []
     for _ in range(steps):
         states.append(env.save_state())
         snap = env.snapshot()
@@ -75,21 +94,80 @@ def record(env, recorder, steps: int) -> Recording:
         lights.append(light.cpu().numpy())
         actions.append(action.cpu().numpy())
         valids.append(td["valid"].cpu().numpy())
+        speeds.append(env.state.speed.numpy().copy())
+        clocks.append(int(env.state.world_step.numpy()[0]))
         td.set("action", action)
         td = env.step(td)["next"]
-    return Recording(env._seed, np.stack(boxes), np.stack(lights), np.stack(actions), np.stack(valids), states)
+    return Recording(
+        env._seed, np.stack(boxes), np.stack(lights), np.stack(actions), np.stack(valids), states,
+        np.stack(speeds), np.asarray(clocks),
+    )
+
+
+_BOX_EDGES = [(a, b) for a in range(8) for b in range(a + 1, 8) if bin(a ^ b).count("1") == 1]
+"""The 12 edges of a box whose corner k has bits (x side, y side, z side)."""
+
+
+def in_field_of_view(rig, ego_box: np.ndarray, target_box: np.ndarray) -> bool:
+    """Is any part of ``target_box`` (a snapshot row) inside the view of one of ``rig``'s
+    cameras on the ego (``ego_box``), occluders ignored? Pinhole projection of the box clipped
+    to each camera's near plane (its 8 corners in front, plus where its 12 edges cross the
+    plane): in view when the projection's extent overlaps the image and part of the box lies
+    before the far plane."""
+    c, sn = math.cos(ego_box[BOX_HEADING]), math.sin(ego_box[BOX_HEADING])
+    hl, hw = 0.5 * target_box[BOX_LENGTH], 0.5 * target_box[BOX_WIDTH_]
+    tc, ts = math.cos(target_box[BOX_HEADING]), math.sin(target_box[BOX_HEADING])
+    corners = []
+    for k in range(8):
+        fx, fy = (hl if k & 1 else -hl), (hw if k & 2 else -hw)
+        wx = target_box[BOX_X] + tc * fx - ts * fy - ego_box[BOX_X]
+        wy = target_box[BOX_Y] + ts * fx + tc * fy - ego_box[BOX_Y]
+        z = target_box[BOX_Z] + (target_box[BOX_HEIGHT] if k & 4 else 0.0) - ego_box[BOX_Z]
+        corners.append((c * wx + sn * wy, -sn * wx + c * wy, z))
+    pts = np.asarray(corners, np.float64)  # ego frame: x forward, y left, z up
+    cx, cy = rig.principal
+    for cam in rig.cameras:
+        yaw, pitch = math.radians(cam.yaw_deg), math.radians(cam.pitch_deg)
+        d = pts - (cam.x, cam.y, cam.z)
+        x1 = math.cos(yaw) * d[:, 0] + math.sin(yaw) * d[:, 1]
+        cam_pts = np.stack(
+            [
+                math.cos(pitch) * x1 + math.sin(pitch) * d[:, 2],  # depth
+                -math.sin(yaw) * d[:, 0] + math.cos(yaw) * d[:, 1],  # left
+                -math.sin(pitch) * x1 + math.cos(pitch) * d[:, 2],  # up
+            ],
+            1,
+        )
+        depth = cam_pts[:, 0]
+        if depth.min() >= rig.far or depth.max() <= rig.near:
+            continue
+        front = [cam_pts[k] for k in range(8) if depth[k] > rig.near]
+        for a, b in _BOX_EDGES:
+            if (depth[a] > rig.near) != (depth[b] > rig.near):
+                t = (rig.near - depth[a]) / (depth[b] - depth[a])
+                front.append(cam_pts[a] + t * (cam_pts[b] - cam_pts[a]))
+        q = np.asarray(front)
+        u = cx - rig.focal * q[:, 1] / q[:, 0]
+        v = cy - rig.focal * q[:, 2] / q[:, 0]
+        if u.max() >= 0 and u.min() <= rig.width and v.max() >= 0 and v.min() <= rig.height:
+            return True
+    return False
 
 
 def find_cases(
     env, rec: Recording, junction_radius: float = 40.0, vehicle_radius: float = 60.0, reveal_window: int = 30,
     every: int = 5, horizon: int = 40, max_cases: int = 4,
 ) -> list[Case]:
-    """Hidden and control start states (at most ``max_cases`` of each) of world 0."""
+    """Hidden and control start states (at most ``max_cases`` of each) of world 0. Starts whose
+    world resets within the takeover (the clock does not run on) are skipped."""
     road_map, layout = env.road_maps[0], env.layout
     junctions = np.asarray(road_map.junction_center, np.float64)[:, :2]
+    rig = env.renderer.rig
     T = len(rec.agent_box)
     hidden, control = [], []
     for t in range(0, T - max(horizon, reveal_window), every):
+        if rec.world_step is not None and rec.world_step[t + horizon] - rec.world_step[t] != horizon:
+            continue
         box = rec.agent_box[t]
         for ego in np.flatnonzero(rec.valid[t]):
             if not len(junctions) or len(hidden) >= max_cases and len(control) >= max_cases:
@@ -105,45 +183,102 @@ def find_cases(
                     continue
                 if math.cos(box[v, BOX_HEADING] - eh) > math.cos(math.pi / 4):
                     continue  # same direction: a leader or follower, not a crossing threat
-                if env.renderer.occlusion_fraction(box, rec.light_state[t], int(ego), v) > 0:
+                if not in_field_of_view(rig, box[ego], box[v]):
+                    continue  # out of every camera's view is not occluded
+                visible = [env.renderer.occlusion_fraction(box, rec.light_state[t], int(ego), v)]
+                if visible[0] > 0:
                     continue
                 for k in range(t + 1, t + reveal_window + 1):
                     bk = rec.agent_box[k]
                     if bk[v, BOX_KIND] == BOX_INVALID or bk[ego, BOX_KIND] == BOX_INVALID:
                         break
-                    if env.renderer.occlusion_fraction(bk, rec.light_state[k], int(ego), v) > 0:
-                        revealed = (v, k)
+                    visible.append(env.renderer.occlusion_fraction(bk, rec.light_state[k], int(ego), v))
+                    if visible[-1] > 0:
+                        revealed = (v, k, visible)
                         break
                 if revealed:
                     break
             if revealed and len(hidden) < max_cases:
-                hidden.append(Case(int(ego), t, revealed[1], True, revealed[0]))
+                hidden.append(Case(int(ego), t, revealed[1], True, revealed[0], [float(f) for f in revealed[2]]))
             elif revealed is None and len(control) < max_cases:
                 control.append(Case(int(ego), t, t + reveal_window // 2, False))
     return hidden + control
 
 
+@contextmanager
+def partners_replayed(env, rec: Recording, case: Case, horizon: int) -> Iterator[None]:
+    """Within the block every slot of ``env`` but ``case.ego`` is a replayed log of ``rec``
+    from ``case.start`` on (its recorded pose, speed and size of each step; invalid where the
+    recording has it invalid): the simulator's log replay (`pictura.sim.replay`), so the
+    others follow their recorded trajectories whatever the ego does. ``env``'s current world
+    clock must be the recording's at ``case.start`` (rewind first). Restores self-play after."""
+    if rec.speed is None or rec.world_step is None:
+        raise ValueError("partners_replayed needs a Recording with speed and world_step (record())")
+    model, data = env.model, env.model.data
+    S = env.layout.num_slots
+    w0 = int(rec.world_step[case.start])
+    if int(env.state.world_step.numpy()[0]) != w0:
+        raise ValueError(f"env's world clock is not the recording's at step {case.start} ({w0}): rewind first")
+    steps = w0 + horizon + 1
+    pos = np.zeros((S, steps, 3), np.float32)
+    heading = np.zeros((S, steps), np.float32)
+    speed = np.zeros((S, steps), np.float32)
+    valid = np.zeros((S, steps), np.int32)
+    size = np.zeros((S, 3), np.float32)
+    kind = np.zeros(S, np.int32)
+    for k in range(min(horizon + 1, len(rec.agent_box) - case.start)):
+        box = rec.agent_box[case.start + k, :S]
+        on = box[:, BOX_KIND] != BOX_INVALID
+        j = w0 + k
+        pos[on, j] = box[on, BOX_X : BOX_Z + 1]
+        heading[on, j] = box[on, BOX_HEADING]
+        speed[on, j] = rec.speed[case.start + k, on]
+        valid[on, j] = 1
+        first = on & (size[:, 0] == 0)
+        size[first] = box[first][:, [BOX_LENGTH, BOX_WIDTH_, BOX_HEIGHT]]
+        kind[first] = box[first, BOX_KIND].astype(np.int32)
+    mode = np.full(S, SLOT_REPLAYED, np.int32)
+    mode[case.ego] = SLOT_SELF_PLAY
+    track = np.arange(S, dtype=np.int32)
+    track[case.ego] = -1
+    names = ("slot_mode", "slot_track", "track_pos", "track_heading", "track_speed", "track_valid", "track_size",
+             "track_kind", "track_steps")
+    saved = {name: getattr(data, name) for name in names}
+    device = model.device
+    data.slot_mode = wp.array(mode, dtype=wp.int32, device=device)
+    data.slot_track = wp.array(track, dtype=wp.int32, device=device)
+    data.track_pos = wp.array(pos, dtype=wp.vec3, device=device)
+    data.track_heading = wp.array(heading, dtype=float, device=device)
+    data.track_speed = wp.array(speed, dtype=float, device=device)
+    data.track_valid = wp.array(valid, dtype=wp.int32, device=device)
+    data.track_size = wp.array(size, dtype=wp.vec3, device=device)
+    data.track_kind = wp.array(kind, dtype=wp.int32, device=device)
+    data.track_steps = steps
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(data, name, value)
+
+
 def take_over(env, rec: Recording, case: Case, policy, name: str, horizon: int = 40) -> list[float]:
-    """Replay ``rec`` to ``case.start``, then ``policy`` drives ``case.ego`` for ``horizon`` steps.
+    """Rewind ``env`` to ``case.start``, then ``policy`` drives ``case.ego`` for ``horizon``
+    steps while every other agent replays its recorded trajectory (`partners_replayed`).
 
     Returns the ego's speed (m/s) at each of the ``horizon`` steps (also stored in ``case``)."""
     if case.start + horizon > len(rec.action):
         raise ValueError(f"horizon {horizon} runs past the recording ({len(rec.action)} steps)")
-    if rec.states:
-        td = env.restore_state(rec.states[case.start])  # rewind instead of replaying
-    else:
-        env.set_seed(rec.seed)
-        td = env.reset()
-        for t in range(case.start):
-            td.set("action", torch.as_tensor(rec.action[t], device=env.device))
-            td = env.step(td)["next"]
+    if not rec.states:
+        raise ValueError("take_over needs the recorded simulator states (record() keeps them)")
+    td = env.restore_state(rec.states[case.start])
     speeds = []
-    for t in range(case.start, case.start + horizon):
-        action = torch.as_tensor(rec.action[t], device=env.device).clone()
-        action[case.ego] = policy.act(td["observation"])[case.ego]
-        td.set("action", action)
-        speeds.append(float(wp.to_torch(env.state.speed)[case.ego]))
-        td = env.step(td)["next"]
+    with partners_replayed(env, rec, case, horizon):
+        for _ in range(horizon):
+            action = torch.full((env.num_slots,), 7, dtype=torch.int64, device=env.device)  # replayed: unused
+            action[case.ego] = policy.act(td["observation"])[case.ego]
+            td.set("action", action)
+            speeds.append(float(wp.to_torch(env.state.speed)[case.ego]))
+            td = env.step(td)["next"]
     case.speeds[name] = speeds
     return speeds
 

@@ -153,6 +153,10 @@ class SimConfig:
     parked_height: float = 1.5
     spawn_speed_fraction: float = 0.5  # initial speed ~ U(0, this x lane speed limit)
     eval: bool = False  # eval sizes, eval light timings, goal radius eval_goal_radius, eval_v_max
+    # App. C.1's second off-road test, the centre off the drivable map (lanes widened by half a
+    # lane width each side; `pictura.sim.events.centre_on_drivable_map`); False only for tests
+    # of other rules on open ground
+    offroad_centre: bool = True
     collision_speed_weight: float = 0.1  # the collision penalty is -(alpha_collision + this x |v|)
     # Table 2 (`CONDITIONING_TABLE`), or changes to some of its rows by name:
     #   conditioning: {alpha_collision: {low: 0.5, high: 2.0}}

@@ -1,4 +1,5 @@
-"""Per-agent infraction and goal tests: collision, swept off-road, red light, goal reached."""
+"""Per-agent infraction and goal tests: swept collision, off-road (swept box against road edges,
+centre off the drivable map), red light (straight or by a lane change), goal reached."""
 
 # ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
 
@@ -11,15 +12,15 @@ from pictura.sim.geometry import (
     BROAD_PHASE_MARGIN_M,
     Z_TOLERANCE_M,
     box_hits_segment,
-    boxes_overlap,
     point_segment_distance,
     segments_distance,
     segments_intersect,
     swept_box_hits_segment,
+    swept_boxes_overlap,
     wrap_angle,
     xy,
 )
-from pictura.sim.lanes import grid_cell_range
+from pictura.sim.lanes import ASSOCIATION_WIDTHS, grid_cell_range
 from pictura.sim.model import ModelData
 from pictura.sim.state import StateData
 
@@ -29,23 +30,17 @@ RED_LIGHT_HEADING_RAD = 0.7853981633974483
 """... and with the heading within 45 deg of the lane direction."""
 STOP_LINE_EXTENSION = 1.5
 """Stop lines are extended 1.5x about their midpoint, so a bumper cannot slip past an end."""
+DRIVABLE_MARGIN_LANE_WIDTHS = 0.5
+"""The drivable area of the off-road centre test: each lane's polygon grown by this many lane
+widths on both sides (`centre_on_drivable_map`)."""
 _RED = wp.constant(LIGHT_RED)
-
-
-SWEPT_COLLISION_MIN_MOVE_M = 0.1
-"""Both agents must move at least this far in a step for the mid-step pose test to run."""
-
-
-@wp.func
-def mid_pose(p0: wp.vec3, h0: float, p1: wp.vec3, h1: float):
-    return xy(p0 + (p1 - p0) * 0.5), h0 + 0.5 * wrap_angle(h1 - h0)
 
 
 @wp.func
 def sweep_circle(state: StateData, slot: int):
-    """Broad-phase circle of ``slot``'s step: centre at the mid-step position (the mid pose of
-    the swept test), radius = circumradius + half the move (+ a float margin), so it holds the
-    box at the end pose and at the mid pose; radius -1 for an invalid slot."""
+    """Broad-phase circle of ``slot``'s step: centre at the mid-step position, radius =
+    circumradius + half the move (+ a float margin), so it holds the box at every pose of the
+    step's sweep (`swept_boxes_overlap`); radius -1 for an invalid slot."""
     p = state.pos[slot]
     p0 = state.prev_pos[slot]
     l = state.length[slot]
@@ -62,22 +57,20 @@ def hits_parked(
     model: ModelData,
     parked_box: wp.array2d(dtype=float),
     w: int,
+    p0: wp.vec2,
+    h0: float,
     p: wp.vec3,
     h: float,
     l: float,
     wd: float,
-    pm: wp.vec2,
-    hm: float,
-    moved: bool,
     circle: wp.vec4,
     first: int,
     stride: int,
 ):
-    """Does the box (centre ``p``, heading ``h``, length ``l``, width ``wd``), or when ``moved``
-    its mid-step pose (``pm``, ``hm``), overlap one of world ``w``'s parked cars (rows of
-    ``parked_box``, the snapshot)? ``circle`` is the mover's `sweep_circle`. |dz| >= 4 m never
-    collides. Tests the world's parked rows ``first``, ``first + stride``, ... (all: 0, 1)."""
-    r = 0.5 * wp.sqrt(l * l + wd * wd)
+    """Does the box (length ``l``, width ``wd``) swept from (``p0``, ``h0``) to (``p``, ``h``)
+    overlap one of world ``w``'s parked cars (rows of ``parked_box``, the snapshot)?
+    ``circle`` is the mover's `sweep_circle`. |dz| >= 4 m never collides. Tests the world's
+    parked rows ``first``, ``first + stride``, ... (all: 0, 1)."""
     row0 = model.num_slots + w * model.parked_per_world
     hit = int(0)
     for row in range(row0 + first, row0 + model.parked_per_world, stride):
@@ -89,12 +82,9 @@ def hits_parked(
             reach = circle[3] + ro
             d = xy(q) - wp.vec2(circle[0], circle[1])
             if wp.dot(d, d) < reach * reach and wp.abs(q[2] - p[2]) < Z_TOLERANCE_M:
-                if wp.length(xy(q) - xy(p)) < r + ro:
-                    if boxes_overlap(xy(p), h, l, wd, xy(q), parked_box[row, 3], lo, wo):
-                        hit = 1
-                if hit == 0 and moved and wp.length(xy(q) - pm) < r + ro:
-                    if boxes_overlap(pm, hm, l, wd, xy(q), parked_box[row, 3], lo, wo):
-                        hit = 1
+                ho = parked_box[row, 3]
+                if swept_boxes_overlap(p0, h0, xy(p), h, l, wd, xy(q), ho, xy(q), ho, lo, wo):
+                    hit = 1
     return hit
 
 
@@ -110,24 +100,23 @@ def collides_part(
     parked_parts: int,
 ):
     """Does ``slot``'s box overlap any other valid box of world ``w`` (halted ones included) or
-    one of its parked cars (rows of ``parked_box``)? Part ``part`` of the test: for ``part <
-    agent_parts`` the world's slots ``start + part``, ``start + part + agent_parts``, ...; else
-    the parked rows ``part - agent_parts``, + ``parked_parts``, ... . The collision test is the OR of
-    its ``agent_parts + parked_parts`` parts (`contact_kernel` runs them in parallel).
+    one of its parked cars (rows of ``parked_box``) at any moment of the step? Part ``part`` of
+    the test: for ``part < agent_parts`` the world's slots ``start + part``, ``start + part +
+    agent_parts``, ...; else the parked rows ``part - agent_parts``, + ``parked_parts``, ... .
+    The collision test is the OR of its ``agent_parts + parked_parts`` parts (`contact_kernel`
+    runs them in parallel).
 
-    Tested at the end of the step and, when both agents moved >= 0.1 m, at the mid-step poses
-    too (so fast agents cannot pass through each other); parked cars at both poses. Pairs
-    whose `sweep_circle`s do not meet (one vec4 read per pair), further apart than the sum of
-    circumradii, or |dz| >= 4 m, are skipped before SAT.
+    Both boxes are swept from their previous to their current pose (`swept_boxes_overlap`), so
+    fast agents cannot pass through each other, a pedestrian or a parked car. Pairs whose
+    `sweep_circle`s do not meet (one vec4 read per pair) or |dz| >= 4 m are skipped first.
     """
     p = state.pos[slot]
     h = state.heading[slot]
     l = state.length[slot]
     wd = state.width[slot]
-    r = 0.5 * wp.sqrt(l * l + wd * wd)
+    p0 = xy(state.prev_pos[slot])
+    h0 = state.prev_heading[slot]
     circle = state.sweep_circle[slot]
-    pm, hm = mid_pose(state.prev_pos[slot], state.prev_heading[slot], p, h)
-    moved = wp.length(p - state.prev_pos[slot]) >= SWEPT_COLLISION_MIN_MOVE_M
     hit = int(0)
     if part < agent_parts:
         start = state.world_slot_start[w]
@@ -139,70 +128,155 @@ def collides_part(
                 dy = c[1] - circle[1]
                 # c[3] < 0: invalid slot
                 if c[3] >= 0.0 and dx * dx + dy * dy < reach * reach and wp.abs(c[2] - p[2]) < Z_TOLERANCE_M:
-                    q = state.pos[other]
-                    ho = state.heading[other]
-                    lo = state.length[other]
-                    wo = state.width[other]
-                    ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
-                    if wp.length(xy(q) - xy(p)) < r + ro:
-                        if boxes_overlap(xy(p), h, l, wd, xy(q), ho, lo, wo):
-                            hit = 1
-                    if (
-                        hit == 0
-                        and moved
-                        and wp.length(q - state.prev_pos[other]) >= SWEPT_COLLISION_MIN_MOVE_M
+                    if swept_boxes_overlap(
+                        p0,
+                        h0,
+                        xy(p),
+                        h,
+                        l,
+                        wd,
+                        xy(state.prev_pos[other]),
+                        state.prev_heading[other],
+                        xy(state.pos[other]),
+                        state.heading[other],
+                        state.length[other],
+                        state.width[other],
                     ):
-                        qm, hom = mid_pose(state.prev_pos[other], state.prev_heading[other], q, ho)
-                        if wp.length(qm - pm) < r + ro:
-                            if boxes_overlap(pm, hm, l, wd, qm, hom, lo, wo):
-                                hit = 1
+                        hit = 1
     else:
-        hit = hits_parked(
-            model, parked_box, w, p, h, l, wd, pm, hm, moved, circle, part - agent_parts, parked_parts
-        )
+        hit = hits_parked(model, parked_box, w, p0, h0, p, h, l, wd, circle, part - agent_parts, parked_parts)
     return hit
 
 
 @wp.func
-def runs_red_light(model: ModelData, state_in: StateData, state: StateData, slot: int, w: int):
-    """Did the agent's rear bumper cross its lane's stop line while the light was red?
-
-    The lane is the one held before the step; the light state is the one the agent observed
-    (``state_in``). Also needs the agent within 10 m of the stop-line midpoint and heading within
-    45 deg of the lane's final direction; the stop line is extended 1.5x (REFERENCE.md).
-    """
+def crosses_red_stop_line(
+    model: ModelData,
+    state_in: StateData,
+    state: StateData,
+    slot: int,
+    w: int,
+    stop: int,
+    rear0: wp.vec2,
+    rear1: wp.vec2,
+    extension: float,
+):
+    """Did the rear bumper's path ``rear0`` -> ``rear1`` cross stop line ``stop`` (global id;
+    stretched ``extension`` x about its midpoint) while its light showed red (the state the
+    agent observed, ``state_in``), the agent within 10 m of the line's midpoint and heading
+    within 45 deg of the final direction of the line's lane?"""
     violated = int(0)
+    light = model.stop_line_light[stop]
+    if light >= 0:
+        if state_in.light_state[model.world_light_start[w] + light] == _RED:
+            a = model.stop_line_a[stop]
+            b = model.stop_line_b[stop]
+            mid = (a + b) * 0.5
+            p1 = state.pos[slot]
+            lane = model.stop_line_lane[stop]
+            last = model.lane_seg_start[lane + 1] - 1
+            d = xy(model.lane_seg_b[last]) - xy(model.lane_seg_a[last])
+            err = wrap_angle(state.heading[slot] - wp.atan2(d[1], d[0]))
+            near = wp.length(xy(p1) - xy(mid)) < RED_LIGHT_RADIUS_M
+            if near and wp.abs(err) < RED_LIGHT_HEADING_RAD and wp.abs(p1[2] - mid[2]) < Z_TOLERANCE_M:
+                ea = xy(mid) + (xy(a) - xy(mid)) * extension
+                eb = xy(mid) + (xy(b) - xy(mid)) * extension
+                if segments_intersect(rear0, rear1, ea, eb):
+                    violated = 1
+    return violated
+
+
+@wp.func
+def runs_red_light(model: ModelData, state_in: StateData, state: StateData, slot: int, w: int):
+    """App. C.1: the agent's rear bumper crosses, or changes lane into, a stop line held red.
+
+    Going straight: the stop line of the lane held before the step (``state_in.lane``),
+    extended 1.5x about its midpoint (REFERENCE.md) so a bumper cannot slip past an end.
+    Changing lane: every other stop line of the map near the bumper's path (the per-map stop-line
+    grid), at its own length, so the bumper must pass over the line inside the lane it belongs
+    to; a neighbour's line extended would catch an agent driving straight over its own green
+    line. The same test catches the common straight-on case where the lane association moved
+    the centre onto the junction's connector lane (no stop line) before the rear bumper crossed
+    (on 16 CARLA worlds, 63 of 96 violations in 150 steps). Both need the line's light red, the agent within 10 m of the line's midpoint and
+    heading within 45 deg of the line's lane (`crosses_red_stop_line`).
+    """
+    half = 0.5 * state.length[slot]
+    h0 = state.prev_heading[slot]
+    h1 = state.heading[slot]
+    rear0 = xy(state.prev_pos[slot]) - wp.vec2(wp.cos(h0), wp.sin(h0)) * half
+    rear1 = xy(state.pos[slot]) - wp.vec2(wp.cos(h1), wp.sin(h1)) * half
+    own = int(-1)
     lane = state_in.lane[slot]
     if lane >= 0:
-        stop = model.lane_stop_line[lane]
-        if stop >= 0:
-            light = model.stop_line_light[stop]
-            if light >= 0:
-                if state_in.light_state[model.world_light_start[w] + light] == _RED:
-                    a = model.stop_line_a[stop]
-                    b = model.stop_line_b[stop]
-                    mid = (a + b) * 0.5
-                    p0 = state.prev_pos[slot]
-                    p1 = state.pos[slot]
-                    last = model.lane_seg_start[lane + 1] - 1
-                    d = xy(model.lane_seg_b[last]) - xy(model.lane_seg_a[last])
-                    err = wrap_angle(state.heading[slot] - wp.atan2(d[1], d[0]))
-                    near = wp.length(xy(p1) - xy(mid)) < RED_LIGHT_RADIUS_M
-                    if (
-                        near
-                        and wp.abs(err) < RED_LIGHT_HEADING_RAD
-                        and wp.abs(p1[2] - mid[2]) < Z_TOLERANCE_M
-                    ):
-                        half = 0.5 * state.length[slot]
-                        h0 = state.prev_heading[slot]
-                        h1 = state.heading[slot]
-                        rear0 = xy(p0) - wp.vec2(wp.cos(h0), wp.sin(h0)) * half
-                        rear1 = xy(p1) - wp.vec2(wp.cos(h1), wp.sin(h1)) * half
-                        ea = xy(mid) + (xy(a) - xy(mid)) * STOP_LINE_EXTENSION
-                        eb = xy(mid) + (xy(b) - xy(mid)) * STOP_LINE_EXTENSION
-                        if segments_intersect(rear0, rear1, ea, eb):
-                            violated = 1
+        own = model.lane_stop_line[lane]
+    violated = int(0)
+    if own >= 0:
+        violated = crosses_red_stop_line(model, state_in, state, slot, w, own, rear0, rear1, STOP_LINE_EXTENSION)
+    if violated == 0:
+        m = model.world_map[w]
+        lo = wp.vec2(wp.min(rear0[0], rear1[0]), wp.min(rear0[1], rear1[1]))
+        hi = wp.vec2(wp.max(rear0[0], rear1[0]), wp.max(rear0[1], rear1[1]))
+        ix0, iy0, ix1, iy1 = grid_cell_range(model, m, lo, hi)
+        nx = model.map_grid_nx[m]
+        base = model.map_cell_start[m]
+        for iy in range(iy0, iy1 + 1):
+            for ix in range(ix0, ix1 + 1):
+                cell = base + iy * nx + ix
+                for item in range(model.stop_cell_offsets[cell], model.stop_cell_offsets[cell + 1]):
+                    stop = model.stop_cell_items[item]
+                    if violated == 0 and stop != own:
+                        violated = crosses_red_stop_line(model, state_in, state, slot, w, stop, rear0, rear1, 1.0)
     return violated
+
+
+@wp.func
+def centre_on_drivable_map(model: ModelData, m: int, pos: wp.vec3, lane: int):
+    """Is the agent's centre on map ``m``'s drivable area? App. C.1's second off-road test
+    ("its center leaves the drivable map").
+
+    The drivable area is the union of the lanes' polygons (centreline segments widened to the
+    lane's width), each grown by `DRIVABLE_MARGIN_LANE_WIDTHS` lane widths on both sides: lane
+    polygons alone do not tile a junction's curb-rounded corners or a road's shoulder, where a
+    centre stays inside the road edges (the swept box test already covers crossing those).
+    Only segments within 4 m in z count. ``lane`` (the associated lane, or -1) is tried first:
+    an agent on its lane needs no grid search."""
+    p = xy(pos)
+    on = bool(False)
+    if lane >= 0:
+        limit = (0.5 + DRIVABLE_MARGIN_LANE_WIDTHS) * model.lane_width[lane]
+        for seg in range(model.lane_seg_start[lane], model.lane_seg_start[lane + 1]):
+            if not on and lane_segment_holds(model, seg, p, pos[2], limit):
+                on = True
+    if not on:
+        # map_lane_reach is ASSOCIATION_WIDTHS of the map's widest lane
+        reach = model.map_lane_reach[m] * ((0.5 + DRIVABLE_MARGIN_LANE_WIDTHS) / ASSOCIATION_WIDTHS)
+        ix0, iy0, ix1, iy1 = grid_cell_range(model, m, p - wp.vec2(reach, reach), p + wp.vec2(reach, reach))
+        nx = model.map_grid_nx[m]
+        base = model.map_cell_start[m]
+        for iy in range(iy0, iy1 + 1):
+            for ix in range(ix0, ix1 + 1):
+                cell = base + iy * nx + ix
+                for k in range(model.lane_cell_offsets[cell], model.lane_cell_offsets[cell + 1]):
+                    seg = model.lane_cell_items[k]
+                    if not on:
+                        limit = (0.5 + DRIVABLE_MARGIN_LANE_WIDTHS) * model.lane_width[model.lane_seg_lane[seg]]
+                        if lane_segment_holds(model, seg, p, pos[2], limit):
+                            on = True
+    return on
+
+
+@wp.func
+def lane_segment_holds(model: ModelData, seg: int, p: wp.vec2, z: float, limit: float):
+    """Is ``p`` within ``limit`` m (xy) of lane segment ``seg``, at a height within 4 m of it?"""
+    a3 = model.lane_seg_a[seg]
+    b3 = model.lane_seg_b[seg]
+    a = xy(a3)
+    ab = xy(b3) - a
+    den = wp.dot(ab, ab)
+    t = float(0.0)
+    if den > 0.0:
+        t = wp.clamp(wp.dot(p - a, ab) / den, 0.0, 1.0)
+    near = wp.length(p - (a + ab * t)) <= limit
+    return near and wp.abs(z - (a3[2] + (b3[2] - a3[2]) * t)) < Z_TOLERANCE_M
 
 
 @wp.func

@@ -13,6 +13,10 @@ import warp as wp
 SWEEP_SUBSTEPS = 4
 """Poses interpolated between the previous and current pose in the swept off-road test: enough
 for a box to turn through ~180 deg in one step without stepping over an edge."""
+SWEEP_HEADING_TOLERANCE_M = 0.02
+"""The swept collision test (`swept_boxes_overlap`) holds each box's heading constant over an
+interval of the step; it uses enough intervals that no corner is further than this from where
+the turning box's corner is."""
 Z_TOLERANCE_M = 4.0
 """Geometry further than this in z is on another level (overpass) and never interacts."""
 BROAD_PHASE_MARGIN_M = 1.0e-3
@@ -55,26 +59,9 @@ def box_corner(centre: wp.vec2, heading: float, half_length: float, half_width: 
 
 @wp.func
 def boxes_overlap(ca: wp.vec2, ha: float, la: float, wa: float, cb: wp.vec2, hb: float, lb: float, wb: float):
-    """Separating-axis test of two oriented boxes (full length ``l``, width ``w``, m)."""
-    ua = wp.vec2(wp.cos(ha), wp.sin(ha))
-    va = wp.vec2(-ua[1], ua[0])
-    ub = wp.vec2(wp.cos(hb), wp.sin(hb))
-    vb = wp.vec2(-ub[1], ub[0])
-    d = cb - ca
-    overlap = bool(True)
-    for k in range(4):
-        axis = ua
-        if k == 1:
-            axis = va
-        if k == 2:
-            axis = ub
-        if k == 3:
-            axis = vb
-        ra = 0.5 * la * wp.abs(wp.dot(ua, axis)) + 0.5 * wa * wp.abs(wp.dot(va, axis))
-        rb = 0.5 * lb * wp.abs(wp.dot(ub, axis)) + 0.5 * wb * wp.abs(wp.dot(vb, axis))
-        if wp.abs(wp.dot(d, axis)) >= ra + rb:
-            overlap = False
-    return overlap
+    """Separating-axis test of two oriented boxes (full length ``l``, width ``w``, m): the
+    swept test `translating_boxes_overlap` with no move."""
+    return translating_boxes_overlap(cb - ca, cb - ca, ha, la, wa, hb, lb, wb)
 
 
 @wp.func
@@ -180,6 +167,98 @@ def segments_distance(p1: wp.vec2, p2: wp.vec2, q1: wp.vec2, q2: wp.vec2):
             wp.min(point_segment_distance(q1, p1, p2), point_segment_distance(q2, p1, p2)),
         )
     return d
+
+
+@wp.func
+def translating_boxes_overlap(
+    d0: wp.vec2, d1: wp.vec2, ha: float, la: float, wa: float, hb: float, lb: float, wb: float
+):
+    """Does box B (heading ``hb``, full length ``lb``, width ``wb``), its centre moving in a
+    straight line from ``d0`` to ``d1`` relative to box A's centre, overlap box A (heading
+    ``ha``) at any moment of that move? Exact for translation: separating axes over the swept
+    shape (the convex hull of B at both ends, whose edges are B's and the move's) against A, i.e.
+    the four box axes and the normal of the move. Touching is not overlap (as `boxes_overlap`)."""
+    ua = wp.vec2(wp.cos(ha), wp.sin(ha))
+    va = wp.vec2(-ua[1], ua[0])
+    ub = wp.vec2(wp.cos(hb), wp.sin(hb))
+    vb = wp.vec2(-ub[1], ub[0])
+    move = d1 - d0
+    normal = wp.vec2(-move[1], move[0])
+    axes = int(4)
+    if wp.dot(normal, normal) > 0.0:
+        axes = 5
+    overlap = bool(True)
+    for k in range(axes):
+        axis = ua
+        if k == 1:
+            axis = va
+        if k == 2:
+            axis = ub
+        if k == 3:
+            axis = vb
+        if k == 4:
+            axis = wp.normalize(normal)
+        reach = (
+            0.5 * la * wp.abs(wp.dot(ua, axis))
+            + 0.5 * wa * wp.abs(wp.dot(va, axis))
+            + 0.5 * lb * wp.abs(wp.dot(ub, axis))
+            + 0.5 * wb * wp.abs(wp.dot(vb, axis))
+        )
+        s0 = wp.dot(d0, axis)
+        s1 = wp.dot(d1, axis)
+        if wp.min(s0, s1) >= reach or wp.max(s0, s1) <= -reach:
+            overlap = False
+    return overlap
+
+
+@wp.func
+def swept_boxes_overlap(
+    ca0: wp.vec2,
+    ha0: float,
+    ca1: wp.vec2,
+    ha1: float,
+    la: float,
+    wa: float,
+    cb0: wp.vec2,
+    hb0: float,
+    cb1: wp.vec2,
+    hb1: float,
+    lb: float,
+    wb: float,
+):
+    """Do boxes A and B, each moving from pose 0 to pose 1 during the step (centre linear,
+    heading along the shorter turn), overlap at any moment of it?
+
+    The step is cut into 1 to `SWEEP_SUBSTEPS` intervals, as many as keep each box's heading,
+    held at the interval's middle, within `SWEEP_HEADING_TOLERANCE_M` of its true corner
+    positions (one for boxes that do not turn); in each, `translating_boxes_overlap` tests the
+    relative move exactly, so no partner, however thin, is passed through. The end poses are
+    also tested exactly. End poses, and intervals, whose centres stay farther apart than the two
+    circumradii are skipped before any trigonometry. A static partner is ``cb0 == cb1``,
+    ``hb0 == hb1``."""
+    ra = 0.5 * wp.sqrt(la * la + wa * wa)
+    rb = 0.5 * wp.sqrt(lb * lb + wb * wb)
+    reach = ra + rb + BROAD_PHASE_MARGIN_M
+    hit = bool(False)
+    if wp.length(cb1 - ca1) < reach:
+        hit = boxes_overlap(ca1, ha1, la, wa, cb1, hb1, lb, wb)
+    turn_a = wrap_angle(ha1 - ha0)
+    turn_b = wrap_angle(hb1 - hb0)
+    # a heading held at an interval's middle is off by at most half the interval's turn
+    swing = 0.5 * wp.max(ra * wp.abs(turn_a), rb * wp.abs(turn_b))
+    intervals = wp.clamp(int(wp.ceil(swing / SWEEP_HEADING_TOLERANCE_M)), 1, SWEEP_SUBSTEPS)
+    origin = wp.vec2(0.0, 0.0)
+    for i in range(intervals):
+        if not hit:
+            t0 = float(i) / float(intervals)
+            t1 = float(i + 1) / float(intervals)
+            d0 = (cb0 - ca0) + ((cb1 - cb0) - (ca1 - ca0)) * t0
+            d1 = (cb0 - ca0) + ((cb1 - cb0) - (ca1 - ca0)) * t1
+            if point_segment_distance(origin, d0, d1) < reach:
+                tm = 0.5 * (t0 + t1)
+                if translating_boxes_overlap(d0, d1, ha0 + turn_a * tm, la, wa, hb0 + turn_b * tm, lb, wb):
+                    hit = True
+    return hit
 
 
 @wp.func

@@ -20,6 +20,7 @@ from pictura.maps.roadmap import AGENT_PEDESTRIAN
 from pictura.sim.config import DIST_FIXED, DIST_UMIX
 from pictura.sim.dynamics import bicycle_step
 from pictura.sim.events import (
+    centre_on_drivable_map,
     collides_part,
     crosses_road_edge,
     crosses_road_edge_part,
@@ -42,7 +43,7 @@ from pictura.sim.features import (
     NUM_EVENTS,
     NUM_REWARD_TERMS,
 )
-from pictura.sim.geometry import boxes_overlap, rng_key, wrap_angle
+from pictura.sim.geometry import boxes_overlap, rng_key, swept_boxes_overlap, wrap_angle
 from pictura.sim.goals import goal_set_try, request_goal_set, take_goal_set
 from pictura.sim.lanes import GOAL_WALK_TRIES, associate_lane, lane_speed_limit
 from pictura.sim.model import SLOT_CONTROLLED, SLOT_REPLAYED, ModelData
@@ -245,8 +246,9 @@ def contact_kernel(
 
 @wp.kernel
 def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
-    """Lane association, off-road then collision then red light (one infraction at most),
-    goals, rewards, dones, for every agent active before this step.
+    """Lane association, off-road (swept box across a road edge, or the centre off the
+    drivable map) then collision then red light (one infraction at most), goals, rewards,
+    dones, for every agent active before this step.
 
     Pedestrians have no off-road or red-light rule; a wall crossed by a pedestrian is a
     collision. Parked cars are read from ``state_in.agent_box`` (they only change at resets).
@@ -283,6 +285,8 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
     offroad = int(0)
     if not pedestrian:
         offroad = crossed
+        if offroad == 0 and model.offroad_centre != 0 and not centre_on_drivable_map(model, m, pos, lane):
+            offroad = 1  # App. C.1: the centre left the drivable map
     collision = int(0)
     if offroad == 0:
         collision = state_out.events[slot, _E_COLLISION]
@@ -293,6 +297,7 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
         red_light = runs_red_light(model, state_in, state_out, slot, w)
 
     # goals: the first two waypoints of a set pay on contact, the third only below v_goal
+    # (training; in eval on contact too)
     v = state_out.speed[slot]
     paid = int(0)
     gi = state_out.goal_index[slot]
@@ -308,7 +313,9 @@ def rules_kernel(model: ModelData, state_in: StateData, state_out: StateData):
             if pedestrian:
                 radius = wp.min(radius, model.pedestrian_goal_radius)
         if goal_reached(state_out.goal[slot, gi], state_out.prev_pos[slot], pos, radius):
-            if gi < 2 or v < state_out.conditioning[slot, _C_V_GOAL]:
+            # v_goal is a training-reward coefficient: in eval every waypoint within the 2 m
+            # radius counts (App. C.1's goal metric), whatever v_goal was drawn
+            if gi < 2 or model.eval_mode != 0 or v < state_out.conditioning[slot, _C_V_GOAL]:
                 paid = 1
                 gi = gi + 1
     if gi >= 3 and (lane >= 0 or pedestrian) and not controlled:
@@ -777,3 +784,35 @@ def offroad_probe_kernel(
         poses[tid, 9],
         walls_only,
     )
+
+
+@wp.kernel
+def swept_boxes_probe_kernel(rows: wp.array2d(dtype=float), overlap_out: wp.array(dtype=wp.int32)):
+    """Row i (16): box A's x0, y0, heading0, x1, y1, heading1, length, width, then box B's; 1
+    where the two boxes swept over the step overlap at some moment (`swept_boxes_overlap`)."""
+    tid = wp.tid()
+    hit = swept_boxes_overlap(
+        wp.vec2(rows[tid, 0], rows[tid, 1]),
+        rows[tid, 2],
+        wp.vec2(rows[tid, 3], rows[tid, 4]),
+        rows[tid, 5],
+        rows[tid, 6],
+        rows[tid, 7],
+        wp.vec2(rows[tid, 8], rows[tid, 9]),
+        rows[tid, 10],
+        wp.vec2(rows[tid, 11], rows[tid, 12]),
+        rows[tid, 13],
+        rows[tid, 14],
+        rows[tid, 15],
+    )
+    overlap_out[tid] = wp.where(hit, 1, 0)
+
+
+@wp.kernel
+def drivable_probe_kernel(
+    model: ModelData, map_index: int, points: wp.array(dtype=wp.vec3), on_out: wp.array(dtype=wp.int32)
+):
+    """1 where point i lies on map ``map_index``'s drivable area (`centre_on_drivable_map`,
+    no lane hint)."""
+    tid = wp.tid()
+    on_out[tid] = wp.where(centre_on_drivable_map(model, map_index, points[tid], -1), 1, 0)

@@ -138,6 +138,7 @@ class ModelData:
     eval_mode: int
     eval_goal_radius: float
     collision_speed_weight: float
+    offroad_centre: int
     # log replay (`pictura.sim.replay`); all empty and replay = 0 for self-play
     replay: int
     slot_mode: wp.array(dtype=wp.int32)
@@ -644,6 +645,7 @@ def build_model(
         eval_mode=int(c.eval),
         eval_goal_radius=float(c.eval_goal_radius),
         collision_speed_weight=float(c.collision_speed_weight),
+        offroad_centre=int(c.offroad_centre),
         replay=int(replay is not None),
         track_steps=int(a["track_valid"].shape[1]),
         green_lo=float(c.eval_light_s[0] if c.eval else c.light_green_s[0]),

@@ -207,6 +207,44 @@ def swept_offroad(model: Model, map_index: int, poses: np.ndarray, walls_only: b
     return out.numpy().astype(bool)
 
 
+def swept_boxes_overlap(rows: np.ndarray, device: str = "cpu") -> np.ndarray:
+    """The swept collision test on ``(N, 16)`` rows: box A's x0, y0, heading0, x1, y1,
+    heading1, length, width, then box B's the same: ``(N,)`` bool, True where the two boxes,
+    each moving from pose 0 to pose 1 during a step, overlap at some moment. The same Warp
+    function the collision rule uses (exposed for tests and tools)."""
+    r = np.ascontiguousarray(rows, np.float32)
+    if r.ndim != 2 or r.shape[1] != 16:
+        raise ValueError(f"rows must be (N, 16), got {r.shape}")
+    out = wp.zeros(len(r), dtype=wp.int32, device=device)
+    wp.launch(
+        kernels.swept_boxes_probe_kernel,
+        len(r),
+        inputs=[wp.array(r, dtype=float, device=device)],
+        outputs=[out],
+        device=device,
+    )
+    return out.numpy().astype(bool)
+
+
+def centre_on_drivable(model: Model, map_index: int, points: np.ndarray) -> np.ndarray:
+    """The off-road centre test on ``(N, 3)`` points against map ``map_index``: ``(N,)`` bool,
+    True where the point lies on the drivable area (`centre_on_drivable_map`)."""
+    p = np.ascontiguousarray(points, np.float32)
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise ValueError(f"points must be (N, 3), got {p.shape}")
+    if not 0 <= map_index < len(model.map_names):
+        raise ValueError(f"map_index {map_index} outside 0..{len(model.map_names) - 1}")
+    out = wp.zeros(len(p), dtype=wp.int32, device=model.device)
+    wp.launch(
+        kernels.drivable_probe_kernel,
+        len(p),
+        inputs=[model.data, int(map_index), wp.array(p, dtype=wp.vec3, device=model.device)],
+        outputs=[out],
+        device=model.device,
+    )
+    return out.numpy().astype(bool)
+
+
 def slot_utilisation(state: State) -> float:
     """Share of agent slots that are active (valid and not halted) in ``state``: the fraction of
     the slot pool doing useful work (host-side; syncs the device). Per-world counts stay on the

@@ -68,7 +68,7 @@ def _plot_removal(records: list[dict], bins: list[dict], path: Path, title: str)
         ax.errorbar(mids, means, yerr=halves, fmt="o-", color="black", capsize=3, label="bin mean +- 1.96 SE")
         ax.axhline(0, color="grey", lw=0.5)
         ax.set_xlabel("visible fraction of the removed user")
-        ax.set_ylabel(f"{label} (removed - original)")
+        ax.set_ylabel(f"{label} (with - without the user)")
     axes[0].legend(fontsize=7)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
@@ -136,7 +136,7 @@ def _takeover(args, env, policy) -> dict:
         "probe": "takeover", "map": args.map, "policies": names,
         "summary": takeover.summarize(cases, names),
         "cases": [{"ego": c.ego, "start": c.start, "reveal": c.reveal, "hidden": c.hidden, "vehicle": c.vehicle,
-                   "speeds": c.speeds} for c in cases],
+                   "visible": c.visible, "speeds": c.speeds} for c in cases],
     }
 
 

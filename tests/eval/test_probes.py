@@ -103,21 +103,29 @@ def test_pedestrian_sweep_of_a_blind_policy_is_flat(env_and_states):
     assert sweep["dV"] == [0.0] * 5 and sweep["dP_brake"] == [0.0] * 5
 
 
-def test_aggregate_by_visibility_matches_hand_means():
+def test_aggregate_by_visibility_averages_per_scene_first():
+    """Fig. 8a: per bin, each scene's removals are averaged, then the scenes (hand means)."""
     records = [
-        {"visible": 0.0, "dV": 1.0, "dP_brake": 0.0},
-        {"visible": 0.0, "dV": -3.0, "dP_brake": 0.2},
-        {"visible": 0.6, "dV": 2.0, "dP_brake": -0.1},
-        {"visible": 1.0, "dV": 4.0, "dP_brake": 0.5},
+        {"state": 0, "visible": 0.0, "dV": 1.0, "dP_brake": 0.0},
+        {"state": 0, "visible": 0.0, "dV": -3.0, "dP_brake": 0.2},
+        {"state": 0, "visible": 0.0, "dV": 2.0, "dP_brake": 0.1},
+        {"state": 1, "visible": 0.0, "dV": 4.0, "dP_brake": -0.3},
+        {"state": 1, "visible": 0.6, "dV": 2.0, "dP_brake": -0.1},
+        {"state": 2, "visible": 1.0, "dV": 4.0, "dP_brake": 0.5},
     ]
     bins = aggregate_by_visibility(records)
-    assert [b["count"] for b in bins] == [2, 0, 0, 1, 1]
-    assert bins[0]["dV_mean"] == pytest.approx(-1.0) and bins[0]["abs_dV_mean"] == pytest.approx(2.0)
+    assert [b["count"] for b in bins] == [4, 0, 0, 1, 1]
+    assert [b["scenes"] for b in bins] == [2, 0, 0, 1, 1]
+    # bin 0: scene 0 dV mean 0 (|dV| 2), scene 1 dV 4 (|dV| 4): means over scenes 2 and 3,
+    # not over the four removals (1.0 and 2.5)
+    assert bins[0]["dV_mean"] == pytest.approx(2.0) and bins[0]["abs_dV_mean"] == pytest.approx(3.0)
+    assert bins[0]["dP_brake_mean"] == pytest.approx(-0.1) and bins[0]["abs_dP_brake_mean"] == pytest.approx(0.2)
     assert bins[1]["dV_mean"] is None
     assert bins[4]["dP_brake_mean"] == pytest.approx(0.5)
-    # standard errors of the means: sample sd / sqrt(n) (bin 0: dV 1, -3 -> sd 2 sqrt 2, n 2)
-    assert bins[0]["dV_se"] == pytest.approx(2.0) and bins[0]["dP_brake_se"] == pytest.approx(0.1)
-    assert bins[4]["dV_se"] is None  # one removal: no spread
+    # standard errors over scenes: sd of the scene means / sqrt(scenes) (dV: 0, 4 -> sd 2 sqrt 2)
+    assert bins[0]["dV_se"] == pytest.approx(2.0) and bins[0]["abs_dV_se"] == pytest.approx(1.0)
+    assert bins[0]["dP_brake_se"] == pytest.approx(0.2)
+    assert bins[4]["dV_se"] is None  # one scene: no spread
 
 
 def test_baseline_specs_are_checked():
@@ -142,12 +150,17 @@ def test_vectorized_policy_is_probed_through_its_entity_sets():
         count = obs["partners_mask"].float().sum(-1)
         return torch.zeros(count.shape[0], 12), count
 
-    records = removal_probe(env, ProbedPolicy("partners", network), states, radius=60.0, max_egos=2)
+    policy = ProbedPolicy("partners", network)
+    records = removal_probe(env, policy, states, radius=60.0, max_egos=2)
     assert records
-    # removing one user drops the partner count by one (or leaves it, beyond the set's range) ...
-    assert all(r["dV"] in (-1.0, 0.0) for r in records)
+    # dV = V(o) - V(o'), o' without the user: removing one user drops the partner count by one
+    # (or leaves it, beyond the set's range), so dV is +1 ...
+    assert all(r["dV"] in (1.0, 0.0) for r in records)
     # ... whether the cameras could see it or not: the entity set is privileged
-    assert any(r["dV"] == -1.0 and r["visible"] == 0.0 for r in records)
+    assert any(r["dV"] == 1.0 and r["visible"] == 0.0 for r in records)
+    # the pedestrian sweep has the same sign: o holds the pedestrian, o' does not
+    sweep = pedestrian_probe(env, policy, states, positions=3, half_span=2.0)
+    assert sweep is not None and set(sweep["dV"]) <= {0.0, 1.0} and 1.0 in sweep["dV"]
 
 
 def test_a_value_normalised_checkpoint_reports_values_in_return_units(tmp_path):

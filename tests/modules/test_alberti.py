@@ -37,9 +37,14 @@ def test_table4_shapes_and_parameter_counts():
     assert policy.conditioning.net[0].in_features == CONDITIONING_WIDTH + 6  # + 3 goal waypoints
     linears = [m for m in policy.trunk if isinstance(m, torch.nn.Linear)]
     assert [(m.in_features, m.out_features) for m in linears] == [(384, 512)] + [(512, 512)] * 3
+    # Table 4's closed forms: trunk 4x512 from the 384-d input, linear heads (12 actions, 1
+    # value), the ego and conditioning 2-layer MLPs -> 64
     counts = policy.parameter_counts()
-    assert sum(counts.values()) == sum(p.numel() for p in policy.parameters())
-    assert "total" in policy.summary()
+    assert counts["trunk"] == 384 * 512 + 512 + 3 * (512 * 512 + 512)
+    assert counts["actor"] == 512 * 12 + 12 and counts["critic"] == 512 + 1
+    assert counts["ego"] == 7 * 64 + 64 + 64 * 64 + 64
+    assert counts["conditioning"] == (CONDITIONING_WIDTH + 6) * 64 + 64 + 64 * 64 + 64
+    assert f"{sum(p.numel() for p in policy.parameters()):>12,}" in policy.summary()
 
 
 def test_conv_feature_size_matches_the_network():

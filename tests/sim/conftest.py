@@ -285,3 +285,97 @@ def np_point_polyline_distance(p: np.ndarray, seg: np.ndarray) -> np.ndarray:
     den = np.maximum((ab**2).sum(-1), 1e-12)
     t = np.clip(((p[:, None] - a) * ab).sum(-1) / den, 0, 1)
     return np.linalg.norm(a + ab * t[..., None] - p[:, None], axis=-1).min(1)
+
+
+def crossing_map(name: str = "crossing") -> RoadMap:
+    """A four-way crossing at the origin: two-way roads along x and y (one 3.5 m lane each way,
+    right-hand traffic, road edges at +-3.5 m), approaches from +-40 m, the junction square
+    |x|, |y| < 3.5 m crossed by four straight connectors and one right turn (eastbound ->
+    southbound), all in junction 0."""
+    w = LANE_WIDTH
+    h = LANE_WIDTH / 2
+
+    def line(p0, p1, n=3):
+        t = np.linspace(0.0, 1.0, n)[:, None]
+        return (np.asarray(p0, float) * (1 - t) + np.asarray(p1, float) * t).astype(np.float32)
+
+    # (start, end) of each direction's approach, connector and exit, along its travel
+    dirs = {
+        "east": ((-40, -h), (-w, -h), (w, -h), (40, -h)),
+        "west": ((40, h), (w, h), (-w, h), (-40, h)),
+        "north": ((h, -40), (h, -w), (h, w), (h, 40)),
+        "south": ((-h, 40), (-h, w), (-h, -w), (-h, -40)),
+    }
+    lanes, junction = [], []
+    for a, b, c, d in dirs.values():
+        lanes += [line((*a, 0), (*b, 0)), line((*b, 0), (*c, 0)), line((*c, 0), (*d, 0))]
+        junction += [-1, 0, -1]
+    theta = np.linspace(np.pi / 2, 0.0, 5)  # the right turn: a quarter circle about (-w, -w)
+    turn = np.stack([-w + (w - h) * np.cos(theta), -w + (w - h) * np.sin(theta), 0 * theta], 1)
+    lanes.append(turn.astype(np.float32))
+    junction.append(0)
+    succ = [[1], [2], [], [4], [5], [], [7], [8], [], [10], [11], [], [11]]
+    succ[0] = [1, 12]
+    lane_points, lane_offsets = pack_polylines(lanes)
+    succ_off = np.concatenate([[0], np.cumsum([len(s) for s in succ])]).astype(np.int32)
+    corners = []
+    for sx in (1, -1):
+        for sy in (1, -1):
+            corners.append(
+                np.array([[40 * sx, w * sy, 0], [w * sx, w * sy, 0], [w * sx, 40 * sy, 0]], np.float32)
+            )
+    edge_points, edge_offsets = pack_polylines(corners)
+    n = len(lanes)
+    return RoadMap(
+        name=name,
+        lane_points=lane_points,
+        lane_offsets=lane_offsets,
+        lane_width=np.full(n, w, np.float32),
+        lane_speed_limit=np.zeros(n, np.float32),
+        lane_junction=np.asarray(junction, np.int32),
+        lane_successor_offsets=succ_off,
+        lane_successors=np.concatenate([np.asarray(s, np.int32) for s in succ]),
+        road_edge_points=edge_points,
+        road_edge_offsets=edge_offsets,
+        junction_center=np.zeros((1, 3), np.float32),
+    )
+
+
+def two_lane_stop_map(name: str = "two_lane_stop") -> RoadMap:
+    """Two 4 m lanes along +x (A at y = -12, B at y = -8; road edges y = -14 and -6), 10 m
+    chunks from x = -30 to 30. Chunk 2 of each lane (x -10..0) ends at a stop line at x = 0
+    across its own lane only: A's (y -14..-10) governed by light 0, B's (y -10..-6) by light 1."""
+    xs = np.arange(-30.0, 30.01, 10.0)
+    lanes = []
+    for y in (-12.0, -8.0):
+        lanes += [np.array([[x0, y, 0.0], [x0 + 5.0, y, 0.0], [x0 + 10.0, y, 0.0]], np.float32) for x0 in xs[:-1]]
+    per = len(xs) - 1
+    succ = [[i + 1] if i % per < per - 1 else [] for i in range(2 * per)]
+    lane_points, lane_offsets = pack_polylines(lanes)
+    succ_off = np.concatenate([[0], np.cumsum([len(s) for s in succ])]).astype(np.int32)
+    ex = np.arange(-30.0, 30.01, 5.0)
+    edges = [np.stack([ex, np.full_like(ex, y), np.zeros_like(ex)], 1).astype(np.float32) for y in (-14.0, -6.0)]
+    edge_points, edge_offsets = pack_polylines(edges)
+    n = len(lanes)
+    return RoadMap(
+        name=name,
+        lane_points=lane_points,
+        lane_offsets=lane_offsets,
+        lane_width=np.full(n, 4.0, np.float32),
+        lane_speed_limit=np.zeros(n, np.float32),
+        lane_junction=np.full(n, -1, np.int32),
+        lane_successor_offsets=succ_off,
+        lane_successors=np.concatenate([np.asarray(s, np.int32) for s in succ]),
+        road_edge_points=edge_points,
+        road_edge_offsets=edge_offsets,
+        stop_line_points=np.array(
+            [[[0.0, -14.0, 0.0], [0.0, -10.0, 0.0]], [[0.0, -10.0, 0.0], [0.0, -6.0, 0.0]]], np.float32
+        ),
+        stop_line_lane=np.array([2, per + 2], np.int32),
+        stop_line_light=np.array([0, 1], np.int32),
+        light_position=np.array([[5.0, -15.0, 4.0], [5.0, -5.0, 4.0]], np.float32),
+        light_heading=np.full(2, np.pi, np.float32),
+        light_junction=np.zeros(2, np.int32),
+        light_group=np.array([0, 1], np.int32),
+        junction_center=np.array([[10.0, -10.0, 0.0]], np.float32),
+    )

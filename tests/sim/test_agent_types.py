@@ -158,7 +158,7 @@ def test_pedestrians_spawn_and_aim_on_paths_and_drivers_on_lanes(draws, small_to
 
 def test_per_type_speed_and_acceleration_limits():
     W = 48
-    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=100_000)
+    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=100_000, offroad_centre=False)
     from .conftest import loop_map, without_edges
 
     model, s0, s1, ctl = make_world([without_edges(loop_map())], [0] * W, 1, cfg)

@@ -13,7 +13,7 @@ W = 48  # one agent per world: no collisions, and no edges: no off-road, so noth
 
 
 def _setup(seed: int):
-    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=100_000)
+    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=100_000, offroad_centre=False)
     model, s0, s1, ctl = make_world([without_edges(loop_map())], [0] * W, 1, cfg)
     reset(model, s0, seed)
     rng = np.random.default_rng(seed)

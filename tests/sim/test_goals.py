@@ -21,7 +21,7 @@ GOAL = EVENTS.index("goal")
 
 def _agent_on_lane():
     """One agent spawned on a lane of the loop, then driven straight ahead at 30 m/s."""
-    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=1000)
+    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=1000, offroad_centre=False)
     road = without_edges(loop_map())
     model, s0, s1, ctl = make_world([road], [0], 1, cfg)
     reset(model, s0, 5)

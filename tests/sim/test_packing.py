@@ -180,7 +180,9 @@ def _two_record_block(config):
 
 
 def test_records_of_a_block_never_collide_with_or_count_each_other():
-    cfg = vehicle_config(agents_per_world=(1, 3), episode_length=1000, early_reset_halted_fraction=1.0)
+    cfg = vehicle_config(
+        agents_per_world=(1, 3), episode_length=1000, early_reset_halted_fraction=1.0, offroad_centre=False
+    )
     model, s0, s1, ctl = _two_record_block(cfg)
     # slot 0 (record 0) and slot 3 (record 1) stand on the same spot; slot 1 and slot 2 (both
     # record 0) overlap by 1 m; slot 4 and 5 (record 1) stand far apart
@@ -202,7 +204,9 @@ def test_records_of_a_block_never_collide_with_or_count_each_other():
 def test_the_early_reset_takes_the_block_halted_share(halted, resets):
     # record 0 alone would reset at 2 / 3 halted and at 1 / 3 (>= 0.3); the block resets only
     # once 0.3 of all its 6 agents halted: 2 / 6 yes, 1 / 6 no, and both records together
-    cfg = vehicle_config(agents_per_world=(1, 3), episode_length=1000, early_reset_halted_fraction=0.3)
+    cfg = vehicle_config(
+        agents_per_world=(1, 3), episode_length=1000, early_reset_halted_fraction=0.3, offroad_centre=False
+    )
     model, s0, s1, ctl = _two_record_block(cfg)
     set_slots(
         s0,

@@ -16,7 +16,7 @@ from pictura.sim import EVENTS, SimConfig, build_model, reset, step
 from pictura.sim.replay import SLOT_CONTROLLED, SLOT_EMPTY, SLOT_REPLAYED, ReplayLog
 from pictura.sim.snapshot import BOX_INVALID, WorldLayout
 from tests.data import data_path
-from tests.sim.conftest import DEVICE, set_slots, straight_map
+from tests.sim.conftest import DEVICE, np_point_polyline_distance, set_slots, straight_map
 
 E_GOAL, E_COLLISION, E_RED = (EVENTS.index(e) for e in ("goal", "collision", "red_light"))
 KEEP = 7  # action: zero longitudinal and lateral jerk
@@ -304,3 +304,30 @@ def test_real_womd_scene_replays_its_logged_poses():
         np.testing.assert_array_equal(st["agent_box"][on, :3], sc.track_position[rows[on], step_t])
         np.testing.assert_array_equal(st["agent_box"][on, 3], sc.track_heading[rows[on], step_t])
     assert hist[T]["valid"].sum() == 0  # the log has ended
+
+
+def test_womd_vehicle_starting_far_from_every_road_is_offroad():
+    """App. C.1's centre test on a real WOMD scene: the controlled vehicle nearest a lane
+    centreline (NumPy) is not off-road after one step; the same scene with that vehicle's whole
+    log moved 2 km away from the map (no road edge anywhere near) counts it off-road."""
+    from dataclasses import replace
+
+    sc = load(str(womd_file("tfrecord-00000-of-01000_325.json")))
+    start, last = sc.track_position[:, 0], sc.goal_position
+    controlled = (sc.track_type == AGENT_VEHICLE) & sc.track_valid[:, 0]
+    controlled &= np.nan_to_num(np.linalg.norm((last - start)[:, :2], axis=1), nan=0.0) > 2.0
+    seg = sc.road_map.lane_segments()[0][:, :, :2]
+    on_lane = np.array([np_point_polyline_distance(p[None, :2], seg)[0] for p in start])
+    rows = np.flatnonzero(controlled)
+    pick = rows[np.argmin(on_lane[rows])]
+    assert on_lane[pick] < 1.0  # the reference: it starts on a lane
+    moved_pos = sc.track_position.copy()
+    moved_pos[pick, :, 0] += 2000.0
+    far = replace(sc, track_position=moved_pos, scenario_id="far")
+    slots = int(controlled.sum())
+    model, _, s0, s1, c = replay_world([sc, far], [controlled, controlled], slots, present=[controlled, controlled])
+    st = run(model, s0, s1, c, 1).numpy()
+    slot = int(np.flatnonzero(rows == pick)[0])  # controlled tracks take the slots in track order
+    offroad = st["events"][:, EVENTS.index("offroad")]
+    assert offroad[slot] == 0 and offroad[slots + slot] == 1
+    assert st["terminated"][slots + slot] == 1
