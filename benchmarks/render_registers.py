@@ -3,11 +3,12 @@
     python benchmarks/render_registers.py                                  # sm_90 (H100 / H200)
     PICTURA_RASTER_MAX_REGISTERS=255 python benchmarks/render_registers.py --kernels 'raster_views[ramp]'
 
-Warp compiles `pictura.render.kernels` to PTX with NVRTC (no driver needed), and the CUDA
-toolkit's `ptxas` assembles it for ``--arch`` and reports, per kernel, the registers used and
-the bytes of stack frame, spill stores and spill loads. One JSON line per kernel. The
-environment's tuning knobs (docs/renderer.md) apply, so a register cap can be compared with
-another, or a code change with the last commit, in seconds on a machine with no GPU.
+Warp compiles the render modules (`pictura.render.kernels.warp_modules`) to PTX with NVRTC (no
+driver needed), and the CUDA toolkit's `ptxas` assembles it for ``--arch`` and reports, per
+kernel, the registers used and the bytes of stack frame, spill stores and spill loads. One JSON
+line per kernel. The environment's tuning knobs (docs/renderer.md, "Tuning knobs") apply, so
+a register cap can be compared with another, or a code change with the last commit, in seconds
+on a machine with no GPU.
 
 The raster is bound by its register cap (docs/renderer.md, "Design decisions"): spills there
 cost local-memory traffic in its walk. These static counts say where a change moves the pressure;

@@ -194,7 +194,7 @@ class RampCoverage:
     (docs/renderer.md, Known limits). `entry_setup` and the raster kernels are generic in their
     ``mode`` argument; its type picks the overloads of `box_rect_reach`, `box_image_axes`,
     `face_weight` and `box_alpha` at compile time, so each mode's kernels hold only their own
-    code (`ENTRY_SETUP`, `RASTER_KERNELS`)."""
+    code (`kernels.ENTRY_SETUP`, `kernels.RASTER_KERNELS`)."""
 
     unused: int
 
@@ -217,8 +217,8 @@ class SilhouetteCoverage:
     the default): every screen line of an edge between a camera-facing and a hidden face, so
     the pixel's box-filter coverage is the exact area of the silhouette in the pixel, corners
     (where the pixel is clipped by every edge that crosses it), slivers and roofs at the
-    horizon included (docs/renderer_conventions.md). `entry_setup` writes each cuboid entry's
-    `BOX_LINES` lines into ``lines`` (`store_box_lines`), and the raster reads them
+    horizon included (docs/renderer.md, "Coverage modes"). `entry_setup` writes each cuboid
+    entry's `BOX_LINES` lines into ``lines`` (`store_box_lines`), and the raster reads them
     (`stored_lines_coverage`)."""
 
     lines: wp.uint64  # data of a vec4 array: `BOX_LINES` per list entry, from BOX_LINES * (record index)

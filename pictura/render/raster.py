@@ -226,7 +226,7 @@ def view_rays(
     of the camera origin, basis, world and ground height.
 
     The rig has no roll, so a ray's height depends on its image row w alone: z(w) = a_z + w
-    down_z, with down_z = -cos(pitch) < 0 (|pitch| < 89 deg, `camera.Rig`). The rows past
+    down_z, with down_z = -cos(pitch) < 0 (|pitch| < 89 deg, `camera.CameraRig`). The rows past
     w = -a_z / down_z look below the horizontal, at the ground when it lies below the camera
     (else no row does: `_FULL`); clamped at -1, below every row."""
     v = view_base + wp.tid()

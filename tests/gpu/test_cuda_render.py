@@ -42,7 +42,7 @@ def test_cuda_gather_paths_build_the_same_buffer_and_images(cand_capacity):
 
 @pytest.mark.parametrize("bin_mode", [2, 0])
 def test_cuda_warp_binning_sets_the_same_bits_as_solo_binning(bin_mode):
-    # `kernels.WarpBinning` on CUDA: entries of more than `_shared_bin_tiles` tiles are binned by
+    # `binning.WarpBinning` on CUDA: entries of more than `_shared_bin_tiles` tiles are binned by
     # their whole warp. `SoloBinning` (every entry binned by its own thread) is the reference:
     # the tile masks must be the same words, whoever sets each bit (at 0 tiles every entry
     # shares; mode 0, every tile, makes each entry large).
