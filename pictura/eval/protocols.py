@@ -24,9 +24,10 @@ import torch
 import warp as wp
 from tensordict import TensorDictBase
 
-from pictura.eval.metrics import EpisodeMetrics, collision_at_fault, collision_partner
+from pictura.eval.metrics import ALL_COUNTERS, COUNTERS, EpisodeMetrics, collision_at_fault, collision_partner
 from pictura.maps import CARLA_TOWNS, Scenario, data_root, load
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE
+from pictura.maps.womd.index import BadScene, SceneRef, WomdIndex, index_womd, read_scene
 from pictura.sim import EVENTS, SimConfig
 
 PROTOCOLS = ("in-domain", "womd")
@@ -353,27 +354,33 @@ def womd_selection(scenario: Scenario, density: float, seed: int = 0) -> WomdSel
     return WomdSelection(scenario.scenario_id, float(density), present, controlled, scenario.goal_position)
 
 
-def womd_sources(data: str | Path) -> list[Path]:
-    """The WOMD scene files (``.tfrecord``, ``.json``) under ``data``, sorted; a clear error if
-    the folder does not exist or holds none."""
-    root = Path(data).expanduser()
-    if not root.is_dir():
-        raise FileNotFoundError(f"--data {str(data)!r} is not a folder")
-    files = sorted(p for p in root.rglob("*") if p.suffix in (".tfrecord", ".json") and p.is_file())
-    if not files:
-        raise FileNotFoundError(f"--data {str(data)!r} holds no WOMD .tfrecord or .json scenes")
-    return files
+def womd_sources(data: str | Path, use_cache: bool = True) -> WomdIndex:
+    """Every WOMD scene named by ``data`` (a folder searched recursively, one file, or a glob;
+    see `pictura.maps.womd.index`): ``.scenes`` as `SceneRef` in file and record order, read
+    lazily by `run_womd`; ``.bad`` the files and records that could not be indexed. A clear
+    `FileNotFoundError` when ``data`` names no WOMD file."""
+    return index_womd(data, use_cache)
+
+
+def load_womd_scene(source: SceneRef | str | Path | Scenario) -> Scenario:
+    """A scene from a `SceneRef`, a map-source path or a `Scenario`; `ValueError` naming the
+    file (and record) for anything that is not a readable logged scene."""
+    if isinstance(source, Scenario):
+        return source
+    scenario = read_scene(source) if isinstance(source, SceneRef) else load(str(source))
+    if not isinstance(scenario, Scenario):
+        raise ValueError(f"{source}: not a logged scenario (got a map without tracks)")
+    return scenario
 
 
 def womd_scenes(
-    sources: Iterable[str | Path], density: float, seed: int = 0
+    sources: Iterable[SceneRef | str | Path], density: float, seed: int = 0
 ) -> Iterator[tuple[Scenario, WomdSelection]]:
     """Load each scene and yield it with its selection; scenes without a controlled vehicle
-    (after thinning) are skipped, as in the paper."""
+    (after thinning) are skipped, as in the paper. Unreadable scenes raise (`run_womd` skips
+    and reports them instead)."""
     for source in sources:
-        scenario = load(str(source))
-        if not isinstance(scenario, Scenario):
-            raise ValueError(f"{source}: not a logged scenario (got a map without tracks)")
+        scenario = load_womd_scene(source)
         selection = womd_selection(scenario, density, seed)
         if selection.controlled.any():
             yield scenario, selection
@@ -382,7 +389,8 @@ def womd_scenes(
 @dataclass
 class WomdResult:
     """Counters of one density (see `pictura.eval.metrics.ALL_COUNTERS`), not yet reduced;
-    ``scenes``: scenes rolled out, ``skipped``: scenes without a controlled vehicle;
+    ``scenes``: scenes rolled out, ``skipped``: readable scenes without a controlled vehicle,
+    ``bad``: unreadable or invalid scenes (`BadScene`: file, record, reason);
     ``scenario_sums``: every scene's (K, len(`COUNTERS`)) sums, in scene order."""
 
     density: float
@@ -391,6 +399,45 @@ class WomdResult:
     steps: int
     counters: torch.Tensor
     scenario_sums: torch.Tensor | None = None
+    bad: list[BadScene] = dataclasses.field(default_factory=list)
+    batches: list[WomdBatch] = dataclasses.field(default_factory=list)
+
+
+@dataclass
+class WomdBatch:
+    """One batch of `run_womd`: the ``index``-th slice of ``scenes_per_batch`` sources. Plain
+    numbers and lists (JSON-ready), so batches can be written as they finish (``--resume``),
+    computed by different processes and merged by ``index``."""
+
+    index: int
+    scenes: int
+    skipped: int
+    counters: list[float]
+    scenario_sums: list[list[float]]
+    bad: list[dict]
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def merge_womd_batches(batches: Iterable[WomdBatch], density: float, steps: int) -> WomdResult:
+    """One `WomdResult` from batches (any order, e.g. gathered from several processes): sums
+    in batch order, so the result does not depend on who computed which batch."""
+    ordered = sorted(batches, key=lambda b: b.index)
+    rows = [r for b in ordered for r in b.scenario_sums]
+    counters = torch.tensor([b.counters for b in ordered if b.scenes], dtype=torch.float64)
+    scenes = sum(b.scenes for b in ordered)
+    if not scenes:
+        bad = sum(len(b.bad) for b in ordered)
+        raise ValueError(
+            f"no WOMD scene to evaluate at density {density}: {sum(b.skipped for b in ordered)} without a "
+            f"controlled vehicle, {bad} unreadable or invalid" + (" (see the warnings above)" if bad else "")
+        )
+    return WomdResult(
+        float(density), scenes, sum(b.skipped for b in ordered), steps, counters.sum(0),
+        torch.tensor(rows, dtype=torch.float64).reshape(len(rows), -1),
+        [BadScene(**d) for b in ordered for d in b.bad], ordered,
+    )
 
 
 ReplayEnvBuilder = Callable[..., object]
@@ -410,10 +457,63 @@ def replay_env_builder(**fixed) -> ReplayEnvBuilder:
     return build
 
 
+def _bad_scene(source, reason: str) -> BadScene:
+    if isinstance(source, SceneRef):
+        return BadScene(source.file, source.record if source.kind == "tfrecord" else None, reason)
+    name = source.scenario_id if isinstance(source, Scenario) else str(source)
+    return BadScene(name, None, reason)
+
+
+def _reason(source, err: Exception) -> str:
+    """The error message without the ``file: record N:`` prefix its `BadScene` already holds."""
+    text = str(err)
+    prefix = f"{source}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def _load_batch(chunk, density: float, seed: int, strict: bool, warn: Callable[[str], None]):
+    """(scenes with a controlled vehicle, count without one, bad scenes) of one batch's sources."""
+    scenes, bad, skipped = [], [], 0
+    for source in chunk:
+        try:
+            scenario = load_womd_scene(source)
+            scenario.road_map.validate()
+            controlled = womd_selection(scenario, density, seed).controlled.any()
+        except ValueError as err:
+            if strict:
+                raise
+            bad.append((source, _reason(source, err)))
+            continue
+        if controlled:
+            scenes.append((source, scenario))
+        else:
+            skipped += 1
+    return scenes, skipped, bad
+
+
+def _build_or_drop(build_env, scenes, strict: bool, **kwargs):
+    """The replay env of ``scenes``; a scene the env refuses (`ValueError`) is found by building
+    each scene alone, dropped and returned as bad (raised under ``strict``)."""
+    try:
+        return build_env(scenarios=[s for _, s in scenes], **kwargs), scenes, []
+    except ValueError:
+        if strict or len(scenes) == 1:
+            raise
+    good, bad = [], []
+    for source, scenario in scenes:
+        try:
+            build_env(scenarios=[scenario], **kwargs)
+            good.append((source, scenario))
+        except ValueError as err:
+            bad.append((source, _reason(source, err)))
+    env = build_env(scenarios=[s for _, s in good], **kwargs) if good else None
+    return env, good, bad
+
+
 def run_womd(
     build_env: ReplayEnvBuilder,
     make_policy: PolicyMaker,
-    sources: Iterable[str | Path],
+    sources: Iterable[SceneRef | str | Path | Scenario] | WomdIndex,
     density: float,
     steps: int = WOMD_STEPS,
     max_scenes: int | None = None,
@@ -422,40 +522,91 @@ def run_womd(
     scenes_per_batch: int = 8,
     progress: Callable[[int], None] | None = None,
     base_sim: SimConfig | None = None,
+    strict: bool = False,
+    done: dict[int, WomdBatch] | None = None,
+    on_batch: Callable[[WomdBatch], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
+    warn: Callable[[str], None] | None = None,
 ) -> WomdResult:
     """Zero-shot WOMD rollouts at one ``density``: the scenes of ``sources`` that have a
-    controlled vehicle (at most ``max_scenes``), ``scenes_per_batch`` at a time (one world
-    each), ``steps`` steps (600), argmax policy of ``make_policy(env)``.
+    controlled vehicle (at most ``max_scenes``), ``steps`` steps (600), argmax policy of
+    ``make_policy(env)``.
 
     Controlled vehicles drive from their logged start to their final logged position (single
     goal, 2 m, removed on arrival); the others replay their logs (`pictura.sim.replay`). A
     vehicle's episode runs to its first infraction, its arrival or the scene end; metrics
     count controlled vehicles only (replayed ones are never ``active``).
+
+    Scenes are read lazily, batch by batch: batch k is sources[k * scenes_per_batch : ...]
+    (one world per scene with a controlled vehicle). A scene that cannot be read or that the env
+    refuses is skipped with one ``warn`` line (default: stderr) and listed in ``bad``; ``strict``
+    raises instead. ``done`` holds batches finished earlier (resume: they are not played again),
+    ``on_batch`` gets each new `WomdBatch` as it finishes, and ``shard`` = (rank, ranks) plays
+    only the batches k with k % ranks == rank (merge with `merge_womd_batches`).
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if scenes_per_batch < 1:
         raise ValueError(f"scenes_per_batch must be >= 1, got {scenes_per_batch}")
-    sources = list(sources)
-    scenes = [scenario for scenario, _ in womd_scenes(sources, density, seed)]
-    skipped = len(sources) - len(scenes)
-    if max_scenes is not None:
-        scenes = scenes[:max_scenes]
-    if not scenes:
-        raise ValueError(f"no WOMD scene with a controlled vehicle at density {density}")
-    counters = None
-    rows: list[torch.Tensor] = []
-    for start in range(0, len(scenes), scenes_per_batch):
-        batch = scenes[start : start + scenes_per_batch]
-        # episode_length = steps + 1: the scene-end reset never fires inside the rollout
-        env = build_env(
-            scenarios=batch, density=density, seed=seed, device=device, sim=base_sim, episode_length=steps + 1
-        )
-        metrics = scenario_metrics(env)
-        rollout_scenarios(env, make_policy(env), steps, metrics)
-        rows.append(metrics.scenario_sums()[: len(batch)])
-        metrics.close_scenarios()
-        counters = metrics.counters if counters is None else counters + metrics.counters
+    rank, ranks = shard
+    if not 0 <= rank < ranks:
+        raise ValueError(f"shard {rank} of {ranks}: need 0 <= rank < ranks")
+    if ranks > 1 and max_scenes is not None:
+        raise ValueError("max_scenes needs one process: which batch reaches it depends on every batch before it")
+    if warn is None:
+        def warn(line: str) -> None:
+            print(line, file=sys.stderr)
+    index_bad = list(sources.bad) if isinstance(sources, WomdIndex) else []
+    sources = list(sources.scenes if isinstance(sources, WomdIndex) else sources)
+    if strict and index_bad:
+        b = index_bad[0]
+        raise ValueError(f"{b.file}" + (f": record {b.record}" if b.record is not None else "") + f": {b.reason}")
+    done = dict(done or {})
+    batches: list[WomdBatch] = []
+    remaining = len(sources) if max_scenes is None else max_scenes
+    for k, start in enumerate(range(0, len(sources), scenes_per_batch)):
+        if remaining <= 0:
+            break
+        chunk = sources[start : start + scenes_per_batch]
+        if k in done:
+            batch = done[k]
+        elif k % ranks != rank:
+            continue
+        else:
+            scenes, skipped, bad = _load_batch(chunk, density, seed, strict, warn)
+            scenes = scenes[:remaining]
+            env = None
+            if scenes:
+                # episode_length = steps + 1: the scene-end reset never fires inside the rollout
+                env, scenes, refused = _build_or_drop(
+                    build_env, scenes, strict, density=density, seed=seed, device=device, sim=base_sim,
+                    episode_length=steps + 1,
+                )
+                bad += refused
+            counters, rows = [0.0] * len(ALL_COUNTERS), []
+            if env is not None:
+                metrics = scenario_metrics(env)
+                rollout_scenarios(env, make_policy(env), steps, metrics)
+                rows = metrics.scenario_sums()[: len(scenes)].tolist()
+                metrics.close_scenarios()
+                counters = metrics.counters.tolist()
+                del env
+            for source, reason in bad:
+                warn(f"womd: skipped {source}: {reason}")
+            batch = WomdBatch(k, len(scenes), skipped, counters, rows, [_bad_scene(s, r).as_dict() for s, r in bad])
+            if on_batch is not None:
+                on_batch(batch)
+        remaining -= batch.scenes
+        batches.append(batch)
         if progress is not None:
-            progress(len(batch))
-    return WomdResult(float(density), len(scenes), skipped, steps, counters, torch.cat(rows))
+            progress(len(chunk))
+    if ranks > 1:
+        batches = [b for b in batches if b.index % ranks == rank]  # resumed batches: each rank its own
+        if not any(b.scenes for b in batches):  # this rank's share may be empty; the merge decides
+            return WomdResult(float(density), 0, sum(b.skipped for b in batches), steps,
+                              torch.zeros(len(ALL_COUNTERS), dtype=torch.float64), torch.zeros(0, len(COUNTERS)),
+                              [BadScene(**d) for b in batches for d in b.bad], batches)
+    result = merge_womd_batches(batches, density, steps)
+    if rank == 0:
+        result.bad = index_bad + result.bad
+    return result
