@@ -25,9 +25,10 @@ import warp as wp
 from tensordict import TensorDictBase
 
 from pictura.eval.metrics import ALL_COUNTERS, COUNTERS, EpisodeMetrics, collision_at_fault, collision_partner
-from pictura.maps import CARLA_TOWNS, Scenario, data_root, load
+from pictura.maps import CARLA_TOWNS, Scenario, data_root
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE
-from pictura.maps.womd.index import BadScene, SceneRef, WomdIndex, index_womd, read_scene
+from pictura.maps.womd.index import BadScene, SceneReader, SceneRef, WomdIndex, index_womd, read_scenes
+from pictura.maps.womd.index import load_scene as load_womd_scene
 from pictura.sim import EVENTS, SimConfig
 
 PROTOCOLS = ("in-domain", "womd")
@@ -36,6 +37,8 @@ IN_DOMAIN_DENSITIES = (60, 120, 150)
 WOMD_DENSITIES = (1.0, 0.75, 0.5)
 """Fraction of logged road users kept (App. C.2)."""
 WOMD_STEPS = 600
+READ_AHEAD_BATCHES = 2
+"""`run_womd` with a `SceneReader`: batches read ahead of the one rolling out."""
 WOMD_MIN_DISPLACEMENT_M = 2.0
 """A vehicle is controlled when its final logged position is more than this from its start."""
 
@@ -362,17 +365,6 @@ def womd_sources(data: str | Path, use_cache: bool = True) -> WomdIndex:
     return index_womd(data, use_cache)
 
 
-def load_womd_scene(source: SceneRef | str | Path | Scenario) -> Scenario:
-    """A scene from a `SceneRef`, a map-source path or a `Scenario`; `ValueError` naming the
-    file (and record) for anything that is not a readable logged scene."""
-    if isinstance(source, Scenario):
-        return source
-    scenario = read_scene(source) if isinstance(source, SceneRef) else load(str(source))
-    if not isinstance(scenario, Scenario):
-        raise ValueError(f"{source}: not a logged scenario (got a map without tracks)")
-    return scenario
-
-
 def womd_scenes(
     sources: Iterable[SceneRef | str | Path], density: float, seed: int = 0
 ) -> Iterator[tuple[Scenario, WomdSelection]]:
@@ -471,20 +463,17 @@ def _reason(source, err: Exception) -> str:
     return text[len(prefix) :] if text.startswith(prefix) else text
 
 
-def _load_batch(chunk, density: float, seed: int, strict: bool, warn: Callable[[str], None]):
-    """(scenes with a controlled vehicle, count without one, bad scenes) of one batch's sources."""
+def _select_batch(chunk, loaded, density: float, seed: int, strict: bool):
+    """(scenes with a controlled vehicle, count without one, bad scenes) of one batch: ``loaded``
+    holds each source's `Scenario`, or the `ValueError` reading it raised."""
     scenes, bad, skipped = [], [], 0
-    for source in chunk:
-        try:
-            scenario = load_womd_scene(source)
-            scenario.road_map.validate()
-            controlled = womd_selection(scenario, density, seed).controlled.any()
-        except ValueError as err:
+    for source, scenario in zip(chunk, loaded, strict=True):
+        if isinstance(scenario, Exception):
             if strict:
-                raise
-            bad.append((source, _reason(source, err)))
+                raise scenario
+            bad.append((source, _reason(source, scenario)))
             continue
-        if controlled:
+        if womd_selection(scenario, density, seed).controlled.any():
             scenes.append((source, scenario))
         else:
             skipped += 1
@@ -527,6 +516,7 @@ def run_womd(
     on_batch: Callable[[WomdBatch], None] | None = None,
     shard: tuple[int, int] = (0, 1),
     warn: Callable[[str], None] | None = None,
+    reader: SceneReader | None = None,
 ) -> WomdResult:
     """Zero-shot WOMD rollouts at one ``density``: the scenes of ``sources`` that have a
     controlled vehicle (at most ``max_scenes``), ``steps`` steps (600), argmax policy of
@@ -542,7 +532,9 @@ def run_womd(
     refuses is skipped with one ``warn`` line (default: stderr) and listed in ``bad``; ``strict``
     raises instead. ``done`` holds batches finished earlier (resume: they are not played again),
     ``on_batch`` gets each new `WomdBatch` as it finishes, and ``shard`` = (rank, ranks) plays
-    only the batches k with k % ranks == rank (merge with `merge_womd_batches`).
+    only the batches k with k % ranks == rank (merge with `merge_womd_batches`). A ``reader``
+    (`SceneReader` with worker processes) reads the next batches' `SceneRef` scenes while the
+    current one rolls out.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -564,16 +556,28 @@ def run_womd(
     done = dict(done or {})
     batches: list[WomdBatch] = []
     remaining = len(sources) if max_scenes is None else max_scenes
-    for k, start in enumerate(range(0, len(sources), scenes_per_batch)):
+    chunks = [sources[i : i + scenes_per_batch] for i in range(0, len(sources), scenes_per_batch)]
+    mine = [k for k in range(len(chunks)) if k in done or k % ranks == rank]
+    to_read = [k for k in mine if k not in done]
+    pending: dict[int, object] = {}
+
+    def read_ahead(position: int) -> None:
+        """Keep the next `READ_AHEAD_BATCHES` batches' scenes being read by ``reader``'s workers."""
+        for k in to_read[position : position + READ_AHEAD_BATCHES + 1]:
+            if k not in pending and not any(isinstance(s, Scenario) for s in chunks[k]):
+                pending[k] = reader.submit(chunks[k])
+
+    for k in mine:
         if remaining <= 0:
             break
-        chunk = sources[start : start + scenes_per_batch]
+        chunk = chunks[k]
         if k in done:
             batch = done[k]
-        elif k % ranks != rank:
-            continue
         else:
-            scenes, skipped, bad = _load_batch(chunk, density, seed, strict, warn)
+            if reader is not None:
+                read_ahead(to_read.index(k))
+            loaded = reader.result(pending.pop(k)) if k in pending else read_scenes(chunk)
+            scenes, skipped, bad = _select_batch(chunk, loaded, density, seed, strict)
             scenes = scenes[:remaining]
             env = None
             if scenes:

@@ -12,6 +12,7 @@ and writes the JSON of every counter and metric. See docs/evaluation.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -35,6 +36,8 @@ from pictura.tools import parse_resolution
 GPU_SLOTS_PER_BATCH = 65_536
 """Default cap on agent slots per batch on a GPU (scenarios x agents per world)."""
 CPU_WORLDS_PER_BATCH = 8
+GPU_READ_WORKERS = 8
+"""Default scene-reading processes on a GPU (`pictura.maps.womd.index.SceneReader`)."""
 
 
 def default_worlds_per_batch(device: str, scenarios: int, agents_per_world: float) -> int:
@@ -100,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
     womd.add_argument(
         "--resume", action="store_true",
         help="continue from the partial results next to --json (OUT.partial.jsonl, written batch by batch)",
+    )
+    womd.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="processes reading (decoding) the next batches' scenes while one rolls out (default: 0 on the CPU, "
+        f"up to {GPU_READ_WORKERS} on a GPU)",
     )
     womd.add_argument(
         "--no-index-cache", action="store_true", help="re-read every file's record index instead of the cached one",
@@ -220,17 +228,15 @@ def _womd_builder(spec, resolution: tuple[int, int]):
 
 
 def _process_group() -> tuple[int, int]:
-    """(rank, ranks): under torchrun (``WORLD_SIZE`` > 1) joins the process group (NCCL on GPUs,
-    gloo on the CPU) so that ranks split the scenes; (0, 1) otherwise."""
-    import os
-
+    """(rank, ranks): under torchrun (``WORLD_SIZE`` > 1) joins the process group (gloo: it
+    only gathers the batches' sums at the end) so that ranks split the scenes; (0, 1) otherwise."""
     import torch.distributed as dist
 
     ranks = int(os.environ.get("WORLD_SIZE", "1"))
     if ranks == 1:
         return 0, 1
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if os.environ.get("PICTURA_EVAL_BACKEND") == "nccl" else "gloo")
+        dist.init_process_group(backend="gloo")
     return dist.get_rank(), dist.get_world_size()
 
 
@@ -310,6 +316,7 @@ def _gather_batches(batches: list, ranks: int) -> list:
 
 def evaluate_womd(args, policies) -> tuple[dict, dict, dict]:
     from pictura.eval.protocols import merge_womd_batches
+    from pictura.maps.womd.index import SceneReader
 
     if args.data is None:
         from pictura.maps import data_root
@@ -320,8 +327,6 @@ def evaluate_womd(args, policies) -> tuple[dict, dict, dict]:
     rank, ranks = _process_group()
     device = args.device
     if ranks > 1 and device == "cuda":
-        import os
-
         device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
     index = womd_sources(data, use_cache=not args.no_index_cache)
     warn = _Warnings(rank == 0)
@@ -343,34 +348,41 @@ def evaluate_womd(args, policies) -> tuple[dict, dict, dict]:
     scenes: dict[str, int] = {}
     no_controlled: dict[str, int] = {}
     skipped: dict[tuple, dict] = {(b.file, b.record): b.as_dict() for b in index.bad}
-    for name, spec in policies:
-        builder, base_sim = _womd_builder(spec, resolution)
-        results[name] = {}
-        per_scenario[name] = {}
-        for density in densities:
-            progress = ScenarioProgress(own, f"{name} @ {density}", not args.no_progress and rank == 0)
-            result = run_womd(
-                builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), index.scenes, density, args.steps,
-                max_scenes=args.scenarios, device=device, seed=args.seed, scenes_per_batch=batch,
-                progress=progress, base_sim=base_sim, strict=args.strict,
-                done=partial.batches(name, str(density)),
-                on_batch=lambda b, name=name, density=density: partial.write(name, str(density), b),
-                shard=(rank, ranks), warn=warn,
-            )
-            progress.close()
-            merged = merge_womd_batches(_gather_batches(result.batches, ranks), density, args.steps)
-            scenes[str(density)] = merged.scenes
-            no_controlled[str(density)] = merged.skipped
-            for bad in merged.bad:
-                skipped.setdefault((bad.file, bad.record), bad.as_dict())
-            results[name][str(density)] = M.summarize(merged.counters)
-            per_scenario[name][str(density)] = merged.scenario_sums.tolist()
+    workers = args.workers
+    if workers is None:
+        workers = min(GPU_READ_WORKERS, max((os.cpu_count() or 1) - 2, 0)) if str(device).startswith("cuda") else 0
+    reader = SceneReader(workers)
+    try:
+        for name, spec in policies:
+            builder, base_sim = _womd_builder(spec, resolution)
+            results[name] = {}
+            per_scenario[name] = {}
+            for density in densities:
+                progress = ScenarioProgress(own, f"{name} @ {density}", not args.no_progress and rank == 0)
+                result = run_womd(
+                    builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), index.scenes, density,
+                    args.steps, max_scenes=args.scenarios, device=device, seed=args.seed, scenes_per_batch=batch,
+                    progress=progress, base_sim=base_sim, strict=args.strict,
+                    done=partial.batches(name, str(density)),
+                    on_batch=lambda b, name=name, density=density: partial.write(name, str(density), b),
+                    shard=(rank, ranks), warn=warn, reader=reader,
+                )
+                progress.close()
+                merged = merge_womd_batches(_gather_batches(result.batches, ranks), density, args.steps)
+                scenes[str(density)] = merged.scenes
+                no_controlled[str(density)] = merged.skipped
+                for bad in merged.bad:
+                    skipped.setdefault((bad.file, bad.record), bad.as_dict())
+                results[name][str(density)] = M.summarize(merged.counters)
+                per_scenario[name][str(density)] = merged.scenario_sums.tolist()
+    finally:
+        reader.close()
     partial.finish()
     meta = {"protocol": "womd", "maps": [str(data)], "maps_note": f"WOMD scenes of {data} (log replay)",
             "densities": densities, "scenarios": args.scenarios, "scenes": scenes,
             "scenes_without_controlled_vehicle": no_controlled, "scenes_indexed": len(index.scenes),
             "scene_files": len(index.files), "skipped": list(skipped.values()), "processes": ranks,
-            "steps": args.steps, "seed": args.seed, "device": args.device,
+            "read_workers": workers, "steps": args.steps, "seed": args.seed, "device": args.device,
             "scenario_counter_columns": list(M.COUNTERS)}
     meta["rank"] = rank
     return results, meta, per_scenario

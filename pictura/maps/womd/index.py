@@ -243,3 +243,71 @@ def with_scenario_id(record: bytes, scenario_id: str) -> bytes:
         if not n:
             break
     return record + bytes([_SCENARIO_ID_FIELD << 3 | pb.WIRE_LEN]) + bytes(length) + raw
+
+
+def load_scene(source):
+    """A `Scenario` from a `SceneRef`, a map-source path or a `Scenario`; `ValueError` naming the
+    file (and record) for anything that is not a readable logged scene."""
+    from pictura.maps.roadmap import Scenario
+
+    if isinstance(source, Scenario):
+        return source
+    if isinstance(source, SceneRef):
+        return read_scene(source)
+    from pictura.maps.sources import load
+
+    scenario = load(str(source))
+    if not isinstance(scenario, Scenario):
+        raise ValueError(f"{source}: not a logged scenario (got a map without tracks)")
+    return scenario
+
+
+def read_scenes(sources: list) -> list:
+    """`load_scene` of each source, in order, with each scene's road map validated; a scene that
+    fails gives its `ValueError` in its place instead of raising (a worker's unit of work)."""
+    out = []
+    for source in sources:
+        try:
+            scenario = load_scene(source)
+            scenario.road_map.validate()
+            out.append(scenario)
+        except ValueError as err:
+            out.append(err)
+    return out
+
+
+class SceneReader:
+    """Reads batches of scenes ahead of use in ``workers`` processes (0: in this process, when
+    asked). Decoding a WOMD record is pure-Python protobuf work (~0.1-0.2 s a scene), which
+    would otherwise stall the GPU between batches; workers are NumPy-only processes started
+    with ``spawn`` (safe beside CUDA and Warp)."""
+
+    def __init__(self, workers: int = 0) -> None:
+        self.workers = max(0, int(workers))
+        self._pool = None
+        if self.workers:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, refs: list):
+        """Start reading ``refs`` (`SceneRef` or paths); `result` returns them. Without workers,
+        reading waits for `result`."""
+        refs = list(refs)
+        if self._pool is None:
+            return ("later", refs)
+        size = -(-len(refs) // self.workers) if refs else 1
+        return ("futures", [self._pool.submit(read_scenes, refs[i : i + size]) for i in range(0, len(refs), size)])
+
+    def result(self, handle) -> list:
+        """The scenes (or their `ValueError`) of a `submit`, in order."""
+        kind, payload = handle
+        if kind == "later":
+            return read_scenes(payload)
+        return [item for future in payload for item in future.result()]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
