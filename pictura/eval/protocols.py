@@ -518,23 +518,54 @@ def run_womd(
     warn: Callable[[str], None] | None = None,
     reader: SceneReader | None = None,
 ) -> WomdResult:
-    """Zero-shot WOMD rollouts at one ``density``: the scenes of ``sources`` that have a
-    controlled vehicle (at most ``max_scenes``), ``steps`` steps (600), argmax policy of
-    ``make_policy(env)``.
+    """Zero-shot WOMD rollouts at one ``density``: `run_womd_densities` with one density
+    (``done`` and ``on_batch`` without the density key)."""
+    results = run_womd_densities(
+        build_env, make_policy, sources, [density], steps, max_scenes, device, seed, scenes_per_batch, progress,
+        base_sim, strict, {(float(density), k): b for k, b in (done or {}).items()},
+        None if on_batch is None else (lambda d, b: on_batch(b)), shard, warn, reader,
+    )
+    return results[float(density)]
+
+
+def run_womd_densities(
+    build_env: ReplayEnvBuilder,
+    make_policy: PolicyMaker,
+    sources: Iterable[SceneRef | str | Path | Scenario] | WomdIndex,
+    densities: Sequence[float],
+    steps: int = WOMD_STEPS,
+    max_scenes: int | None = None,
+    device: str = "cpu",
+    seed: int = 0,
+    scenes_per_batch: int = 8,
+    progress: Callable[[int], None] | None = None,
+    base_sim: SimConfig | None = None,
+    strict: bool = False,
+    done: dict[tuple[float, int], WomdBatch] | None = None,
+    on_batch: Callable[[float, WomdBatch], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
+    warn: Callable[[str], None] | None = None,
+    reader: SceneReader | None = None,
+) -> dict[float, WomdResult]:
+    """Zero-shot WOMD rollouts at each of ``densities``: the scenes of ``sources`` that have a
+    controlled vehicle (at most ``max_scenes`` per density), ``steps`` steps (600), argmax
+    policy of ``make_policy(env)``.
 
     Controlled vehicles drive from their logged start to their final logged position (single
     goal, 2 m, removed on arrival); the others replay their logs (`pictura.sim.replay`). A
     vehicle's episode runs to its first infraction, its arrival or the scene end; metrics
     count controlled vehicles only (replayed ones are never ``active``).
 
-    Scenes are read lazily, batch by batch: batch k is sources[k * scenes_per_batch : ...]
-    (one world per scene with a controlled vehicle). A scene that cannot be read or that the env
-    refuses is skipped with one ``warn`` line (default: stderr) and listed in ``bad``; ``strict``
-    raises instead. ``done`` holds batches finished earlier (resume: they are not played again),
-    ``on_batch`` gets each new `WomdBatch` as it finishes, and ``shard`` = (rank, ranks) plays
-    only the batches k with k % ranks == rank (merge with `merge_womd_batches`). A ``reader``
-    (`SceneReader` with worker processes) reads the next batches' `SceneRef` scenes while the
-    current one rolls out.
+    Scenes are read lazily, batch by batch, and each batch is read once for all densities:
+    batch k is sources[k * scenes_per_batch : ...] (one world per scene with a controlled
+    vehicle), played at every density before batch k + 1. A scene that cannot be read or that
+    the env refuses is skipped with one ``warn`` line (default: stderr) and listed in ``bad``;
+    ``strict`` raises instead. ``done[(density, k)]`` holds batches finished earlier (resume:
+    they are not played again), ``on_batch(density, batch)`` gets each new `WomdBatch` as it
+    finishes, and ``shard`` = (rank, ranks) plays only the batches k with k % ranks == rank
+    (merge with `merge_womd_batches`). A ``reader`` (`SceneReader` with worker processes)
+    reads the next batches' scenes while the current one rolls out. ``progress(n)`` counts
+    sources per density played.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -545,20 +576,18 @@ def run_womd(
         raise ValueError(f"shard {rank} of {ranks}: need 0 <= rank < ranks")
     if ranks > 1 and max_scenes is not None:
         raise ValueError("max_scenes needs one process: which batch reaches it depends on every batch before it")
+    densities = [float(d) for d in densities]
     if warn is None:
         def warn(line: str) -> None:
             print(line, file=sys.stderr)
     index_bad = list(sources.bad) if isinstance(sources, WomdIndex) else []
     sources = list(sources.scenes if isinstance(sources, WomdIndex) else sources)
-    if strict and index_bad:
-        b = index_bad[0]
-        raise ValueError(f"{b.file}" + (f": record {b.record}" if b.record is not None else "") + f": {b.reason}")
     done = dict(done or {})
-    batches: list[WomdBatch] = []
-    remaining = len(sources) if max_scenes is None else max_scenes
+    batches: dict[float, list[WomdBatch]] = {d: [] for d in densities}
+    remaining = {d: len(sources) if max_scenes is None else max_scenes for d in densities}
     chunks = [sources[i : i + scenes_per_batch] for i in range(0, len(sources), scenes_per_batch)]
-    mine = [k for k in range(len(chunks)) if k in done or k % ranks == rank]
-    to_read = [k for k in mine if k not in done]
+    mine = [k for k in range(len(chunks)) if k % ranks == rank or any((d, k) in done for d in densities)]
+    to_read = [k for k in mine if any((d, k) not in done for d in densities)]
     pending: dict[int, object] = {}
 
     def read_ahead(position: int) -> None:
@@ -568,49 +597,69 @@ def run_womd(
                 pending[k] = reader.submit(chunks[k])
 
     for k in mine:
-        if remaining <= 0:
+        if all(r <= 0 for r in remaining.values()):
             break
         chunk = chunks[k]
-        if k in done:
-            batch = done[k]
-        else:
-            if reader is not None:
-                read_ahead(to_read.index(k))
-            loaded = reader.result(pending.pop(k)) if k in pending else read_scenes(chunk)
-            scenes, skipped, bad = _select_batch(chunk, loaded, density, seed, strict)
-            scenes = scenes[:remaining]
-            env = None
-            if scenes:
-                # episode_length = steps + 1: the scene-end reset never fires inside the rollout
-                env, scenes, refused = _build_or_drop(
-                    build_env, scenes, strict, density=density, seed=seed, device=device, sim=base_sim,
-                    episode_length=steps + 1,
+        loaded = None
+        for density in densities:
+            if remaining[density] <= 0:
+                continue
+            batch = done.get((density, k))
+            if batch is None:
+                if loaded is None:
+                    if reader is not None:
+                        read_ahead(to_read.index(k))
+                    loaded = reader.result(pending.pop(k)) if k in pending else read_scenes(chunk)
+                batch = _play_batch(
+                    k, chunk, loaded, build_env, make_policy, density, steps, remaining[density], device, seed,
+                    base_sim, strict, warn,
                 )
-                bad += refused
-            counters, rows = [0.0] * len(ALL_COUNTERS), []
-            if env is not None:
-                metrics = scenario_metrics(env)
-                rollout_scenarios(env, make_policy(env), steps, metrics)
-                rows = metrics.scenario_sums()[: len(scenes)].tolist()
-                metrics.close_scenarios()
-                counters = metrics.counters.tolist()
-                del env
-            for source, reason in bad:
-                warn(f"womd: skipped {source}: {reason}")
-            batch = WomdBatch(k, len(scenes), skipped, counters, rows, [_bad_scene(s, r).as_dict() for s, r in bad])
-            if on_batch is not None:
-                on_batch(batch)
-        remaining -= batch.scenes
-        batches.append(batch)
-        if progress is not None:
-            progress(len(chunk))
-    if ranks > 1:
-        batches = [b for b in batches if b.index % ranks == rank]  # resumed batches: each rank its own
-        if not any(b.scenes for b in batches):  # this rank's share may be empty; the merge decides
-            return WomdResult(float(density), 0, sum(b.skipped for b in batches), steps,
-                              torch.zeros(len(ALL_COUNTERS), dtype=torch.float64), torch.zeros(0, len(COUNTERS)),
-                              [BadScene(**d) for b in batches for d in b.bad], batches)
-    result = merge_womd_batches(batches, density, steps)
-    if rank == 0:
-        result.bad = index_bad + result.bad
-    return result
+                if on_batch is not None:
+                    on_batch(density, batch)
+            remaining[density] -= batch.scenes
+            batches[density].append(batch)
+            if progress is not None:
+                progress(len(chunk))
+    results = {}
+    for density in densities:
+        mine_batches = batches[density]
+        if ranks > 1:
+            mine_batches = [b for b in mine_batches if b.index % ranks == rank]  # resumed: each rank its own
+            if not any(b.scenes for b in mine_batches):  # this rank's share may be empty; the merge decides
+                results[density] = WomdResult(
+                    density, 0, sum(b.skipped for b in mine_batches), steps,
+                    torch.zeros(len(ALL_COUNTERS), dtype=torch.float64), torch.zeros(0, len(COUNTERS)),
+                    [BadScene(**d) for b in mine_batches for d in b.bad], mine_batches,
+                )
+                continue
+        results[density] = merge_womd_batches(mine_batches, density, steps)
+        if rank == 0:
+            results[density].bad = index_bad + results[density].bad
+    return results
+
+
+def _play_batch(
+    k: int, chunk, loaded, build_env, make_policy, density: float, steps: int, limit: int, device, seed: int,
+    base_sim, strict: bool, warn,
+) -> WomdBatch:
+    """Select, build and roll out batch ``k`` at one density (at most ``limit`` scenes)."""
+    scenes, skipped, bad = _select_batch(chunk, loaded, density, seed, strict)
+    scenes = scenes[:limit]
+    env = None
+    if scenes:
+        # episode_length = steps + 1: the scene-end reset never fires inside the rollout
+        env, scenes, refused = _build_or_drop(
+            build_env, scenes, strict, density=density, seed=seed, device=device, sim=base_sim,
+            episode_length=steps + 1,
+        )
+        bad += refused
+    counters, rows = [0.0] * len(ALL_COUNTERS), []
+    if env is not None:
+        metrics = scenario_metrics(env)
+        rollout_scenarios(env, make_policy(env), steps, metrics)
+        rows = metrics.scenario_sums()[: len(scenes)].tolist()
+        metrics.close_scenarios()
+        counters = metrics.counters.tolist()
+    for source, reason in bad:
+        warn(f"womd: skipped {source}: {reason}")
+    return WomdBatch(k, len(scenes), skipped, counters, rows, [_bad_scene(s, r).as_dict() for s, r in bad])

@@ -27,7 +27,7 @@ from pictura.eval.protocols import (
     default_maps,
     replay_env_builder,
     run_in_domain,
-    run_womd,
+    run_womd_densities,
     womd_sources,
 )
 from pictura.eval.report import format_table, paired_difference_table, plot_metrics, write_json
@@ -273,12 +273,15 @@ class PartialResults:
                     f"--resume: {self.path} was written with other settings ({header.get('settings')}); "
                     "rerun without --resume to start over"
                 )
+            kept = lines[:1]
             for line in lines[1:]:
                 try:
                     item = json.loads(line)
                 except json.JSONDecodeError:
                     break  # a line cut by the interruption: that batch is played again
                 self.done.setdefault((item["policy"], item["density"]), {})[item["batch"]["index"]] = item["batch"]
+                kept.append(line)
+            self.path.write_text("".join(line + "\n" for line in kept))  # without the cut line
             self.file = open(self.path, "a")
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -357,17 +360,18 @@ def evaluate_womd(args, policies) -> tuple[dict, dict, dict]:
             builder, base_sim = _womd_builder(spec, resolution)
             results[name] = {}
             per_scenario[name] = {}
-            for density in densities:
-                progress = ScenarioProgress(own, f"{name} @ {density}", not args.no_progress and rank == 0)
-                result = run_womd(
-                    builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), index.scenes, density,
-                    args.steps, max_scenes=args.scenarios, device=device, seed=args.seed, scenes_per_batch=batch,
-                    progress=progress, base_sim=base_sim, strict=args.strict,
-                    done=partial.batches(name, str(density)),
-                    on_batch=lambda b, name=name, density=density: partial.write(name, str(density), b),
-                    shard=(rank, ranks), warn=warn, reader=reader,
-                )
-                progress.close()
+            done = {(density, k): b for density in densities for k, b in partial.batches(name, str(density)).items()}
+            label = "/".join(f"{d:g}" for d in densities)
+            progress = ScenarioProgress(own * len(densities), f"{name} @ {label}", not args.no_progress and rank == 0)
+            by_density = run_womd_densities(
+                builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), index.scenes, densities,
+                args.steps, max_scenes=args.scenarios, device=device, seed=args.seed, scenes_per_batch=batch,
+                progress=progress, base_sim=base_sim, strict=args.strict, done=done,
+                on_batch=lambda density, b, name=name: partial.write(name, str(density), b),
+                shard=(rank, ranks), warn=warn, reader=reader,
+            )
+            progress.close()
+            for density, result in by_density.items():
                 merged = merge_womd_batches(_gather_batches(result.batches, ranks), density, args.steps)
                 scenes[str(density)] = merged.scenes
                 no_controlled[str(density)] = merged.skipped

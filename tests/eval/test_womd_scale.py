@@ -56,23 +56,28 @@ def _scene_episodes(folder: Path) -> dict[str, int]:
     return out
 
 
-ARGS = ("--policy", "constant:7", "--protocol", "womd", "--densities", "1", "--steps", "2",
+ARGS = ("--policy", "constant:7", "--protocol", "womd", "--densities", "1", "0.5", "--steps", "2",
         "--worlds-per-batch", "2", "--resolution", "16x9", "--no-progress")
 
 
 @pytest.fixture(scope="module")
 def single(folder, tmp_path_factory) -> dict:
-    """The single-process evaluation of ``folder`` (batches of 2 sources: 3 batches)."""
+    """The single-process evaluation of ``folder`` (batches of 2 sources: 3 batches), and the
+    lines of its partial-results file (kept here; a finished run removes it)."""
     out = tmp_path_factory.mktemp("single") / "womd.json"
-    main([*ARGS, "--data", str(folder), "--json", str(out)])
-    assert not out.with_name(out.name + ".partial.jsonl").exists()  # removed once the JSON is written
-    return json.loads(out.read_text())
+    partial = out.with_name(out.name + ".partial.jsonl")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("pictura.tools.evaluate.PartialResults.finish", lambda self: self.file.close())
+        main([*ARGS, "--data", str(folder), "--json", str(out)])
+    data = json.loads(out.read_text())
+    data["partial_lines"] = partial.read_text().splitlines()
+    return data
 
 
 def test_folder_with_a_broken_file_evaluates_every_good_scene(folder, single, tmp_path):
     meta = single["meta"]
     expected = _scene_episodes(folder)
-    assert meta["scenes"] == {"1.0": sum(1 for v in expected.values() if v)}
+    assert meta["scenes"]["1.0"] == sum(1 for v in expected.values() if v)
     assert meta["scenes_indexed"] == 5 and meta["scene_files"] == 4
     assert [(Path(s["file"]).name, s["record"]) for s in meta["skipped"]] == [("broken.tfrecord", 0)]
     assert "truncated" in meta["skipped"][0]["reason"]
@@ -87,21 +92,26 @@ def test_folder_with_a_broken_file_evaluates_every_good_scene(folder, single, tm
 
 def test_resume_plays_only_missing_batches(folder, single, tmp_path, monkeypatch):
     args = [*ARGS, "--data", str(folder)]
-    # an interrupted run: its partial file holds the header and the first batch only
+    # an interrupted run: its partial file holds the header and the first batch (both densities)
+    # and half a line, cut mid-write
     out = tmp_path / "resumed.json"
-    monkeypatch.setattr("pictura.tools.evaluate.PartialResults.finish", lambda self: self.file.close())
-    main([*args, "--json", str(out)])
     partial = out.with_name(out.name + ".partial.jsonl")
-    partial.write_text("\n".join(partial.read_text().splitlines()[:2]) + "\n")
-    monkeypatch.undo()
+    lines = single["partial_lines"]
+    partial.write_text("\n".join(lines[:3]) + "\n" + lines[3][: len(lines[3]) // 2])
     played = []
     real = protocols.rollout_scenarios
     monkeypatch.setattr(protocols, "rollout_scenarios", lambda *a, **k: (played.append(1), real(*a, **k))[1])
-    main([*args, "--json", str(out), "--resume", "--workers", "1"])  # scenes read ahead in a worker process
-    assert len(played) == 2  # 3 batches of 2 sources; the first was done
+    with monkeypatch.context() as keep:
+        keep.setattr("pictura.tools.evaluate.PartialResults.finish", lambda self: self.file.close())
+        main([*args, "--json", str(out), "--resume", "--workers", "1"])  # scenes read ahead in a worker process
+    assert len(played) == 4  # 3 batches of 2 sources x 2 densities; the first batch was done
+    assert partial.read_text().splitlines() == lines  # the cut line replaced, every batch once
+    main([*args, "--json", str(out), "--resume"])  # nothing left to play
+    assert len(played) == 4
     resumed = json.loads(out.read_text())
     assert resumed["results"] == single["results"]
     assert resumed["scenario_counters"] == single["scenario_counters"]
+    assert not partial.exists()  # removed once the JSON is written
     with pytest.raises(SystemExit, match="other settings"):
         partial.write_text(json.dumps({"settings": {"steps": 99}}) + "\n")
         main([*args, "--json", str(out), "--resume"])
