@@ -8,8 +8,8 @@ record of the data root (``womd/tfrecord/*.tfrecord``: 83 tracks, 199 lanes) rep
 fresh scenario ids (so each scene thins differently), in Waymo-named files of 500 records
 (``validation.tfrecord-0000K-of-0000N``). The evaluation is `run_womd` as ``python -m pictura
 evaluate --protocol womd`` runs it: the index, ``--batch`` scenes per env (one world each),
-scenes read ahead by ``--workers`` processes, at density 1.0 (the densest of the three, so the
-projection is an upper bound), ``--steps`` steps, argmax actions.
+scenes read ahead by ``--workers`` processes, each batch played at the ``--densities`` (the
+protocol's 1, 0.75, 0.5) in turn, ``--steps`` steps, argmax actions.
 
 Policies (untrained networks: throughput does not depend on the weights):
 
@@ -19,11 +19,12 @@ Policies (untrained networks: throughput does not depend on the weights):
   ``configs/vectorized.yaml`` with WOMD's 5 m segments (App. C.2);
 - ``alberti``: `AlbertiPolicy` on 4 cameras at 96x54 (bf16 autocast on a GPU, as it trains).
 
-Reported per policy: scenes/s and controlled agent-steps/s (controlled vehicles x steps over the
-whole wall time), the wall time split into env builds, rollouts and the rest (index, waiting
-for scenes, Python between batches), peak GPU memory (torch allocator and Warp's pool), and
-the projection for 44,097 scenes x 3 densities x 600 steps (each scene's measured share of
-the wall time, its rollout share scaled to 600 steps when ``--steps`` is smaller).
+Reported per policy: scenes/s (a scene played at every density counts once) and controlled
+agent-steps/s (controlled vehicles x steps over the whole wall time), the wall time split into
+env builds, rollouts and the rest (index, waiting for scenes, Python between batches), peak
+GPU memory (torch allocator and Warp's pool), and the projection for the 44,097 validation
+scenes x 600 steps at the same densities (each scene's measured share of the wall time, its
+rollout share scaled to 600 steps when ``--steps`` is smaller).
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ from pictura.maps.womd.index import SceneReader, index_womd, with_scenario_id  #
 from pictura.maps.womd.tfrecord import write_tfrecord  # noqa: E402
 
 WOMD_VALIDATION_SCENES = 44_097
-DENSITIES = 3
 RECORDS_PER_SHARD = 500
 
 
@@ -139,28 +139,30 @@ def measure(kind: str, folder: Path, args) -> dict:
         t0 = time.perf_counter()
         index = index_womd(folder)
         index_s = time.perf_counter() - t0
-        result = protocols.run_womd(
-            timed_build, make_policy, index.scenes, 1.0, steps=args.steps, device=args.device, seed=0,
+        results = protocols.run_womd_densities(
+            timed_build, make_policy, index.scenes, args.densities, steps=args.steps, device=args.device, seed=0,
             scenes_per_batch=args.batch, reader=reader, warn=lambda line: print(line, file=sys.stderr),
         )
         wall = time.perf_counter() - t0
+        scenes = len(index.scenes)
     finally:
         protocols.rollout_scenarios = real_rollout
         reader.close()
-    scenes_per_s = result.scenes / wall
+    scenes_per_s = scenes / wall
     # a scene's share of the wall time at 600 steps: its rollout share scaled by 600 / steps,
     # the rest (index, build, reading, Python between batches) as measured
-    per_scene_s = (wall - timings["rollout_s"] + timings["rollout_s"] * 600 / args.steps) / max(result.scenes, 1)
+    per_scene_s = (wall - timings["rollout_s"] + timings["rollout_s"] * 600 / args.steps) / scenes
     out = {
-        "policy": kind, "device": args.device, "scenes": result.scenes, "steps": args.steps, "batch": args.batch,
+        "policy": kind, "device": args.device, "scenes": scenes, "densities": args.densities,
+        "played": {f"{d:g}": r.scenes for d, r in results.items()}, "steps": args.steps, "batch": args.batch,
         "workers": args.workers, "wall_s": round(wall, 2), "index_s": round(index_s, 2),
         "build_s": round(timings["build_s"], 2), "rollout_s": round(timings["rollout_s"], 2),
         "other_s": round(wall - index_s - timings["build_s"] - timings["rollout_s"], 2),
         "scenes_per_s": round(scenes_per_s, 3),
         "agent_steps_per_s": round(timings["controlled"] * args.steps / wall),
         "rollout_agent_steps_per_s": round(timings["controlled"] * args.steps / max(timings["rollout_s"], 1e-9)),
-        "controlled_per_scene": round(timings["controlled"] / max(result.scenes, 1), 1),
-        "projected_h": round(WOMD_VALIDATION_SCENES * DENSITIES * per_scene_s / 3600, 2),
+        "controlled_per_scene_density": round(timings["controlled"] / max(sum(r.scenes for r in results.values()), 1), 1),
+        "projected_h": round(WOMD_VALIDATION_SCENES * per_scene_s / 3600, 2),
     }
     if torch.device(args.device).type == "cuda":
         import warp as wp
@@ -178,6 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=600, help="steps per scene (600: the protocol; gives the projection)")
     p.add_argument("--batch", type=int, default=256, help="scenes per env (evaluate's GPU default: 256)")
     p.add_argument("--workers", type=int, default=8, help="scene-reading processes (evaluate's GPU default: 8)")
+    p.add_argument("--densities", nargs="+", type=float, default=[1.0, 0.75, 0.5], help="fractions kept")
     p.add_argument("--policies", nargs="+", default=["random", "vectorized", "alberti"],
                    choices=["random", "vectorized", "alberti"])
     p.add_argument("--folder", type=Path, help="keep the synthetic shard here (default: a temporary folder)")
@@ -193,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(measure(kind, folder, args))
             print(json.dumps(rows[-1]), flush=True)
     print(json.dumps({"summary": {r["policy"]: r["projected_h"] for r in rows},
-                      "projection": f"{WOMD_VALIDATION_SCENES} scenes x {DENSITIES} densities x 600 steps, hours"}))
+                      "projection": f"hours for {WOMD_VALIDATION_SCENES} scenes x {args.densities} x 600 steps"}))
 
 
 if __name__ == "__main__":

@@ -505,25 +505,16 @@ def run_womd(
     sources: Iterable[SceneRef | str | Path | Scenario] | WomdIndex,
     density: float,
     steps: int = WOMD_STEPS,
-    max_scenes: int | None = None,
-    device: str = "cpu",
-    seed: int = 0,
-    scenes_per_batch: int = 8,
-    progress: Callable[[int], None] | None = None,
-    base_sim: SimConfig | None = None,
-    strict: bool = False,
     done: dict[int, WomdBatch] | None = None,
     on_batch: Callable[[WomdBatch], None] | None = None,
-    shard: tuple[int, int] = (0, 1),
-    warn: Callable[[str], None] | None = None,
-    reader: SceneReader | None = None,
+    **options,
 ) -> WomdResult:
     """Zero-shot WOMD rollouts at one ``density``: `run_womd_densities` with one density
-    (``done`` and ``on_batch`` without the density key)."""
+    (``done`` keyed by batch index, ``on_batch(batch)``; ``options`` as there)."""
     results = run_womd_densities(
-        build_env, make_policy, sources, [density], steps, max_scenes, device, seed, scenes_per_batch, progress,
-        base_sim, strict, {(float(density), k): b for k, b in (done or {}).items()},
-        None if on_batch is None else (lambda d, b: on_batch(b)), shard, warn, reader,
+        build_env, make_policy, sources, [density], steps,
+        done={(float(density), k): b for k, b in (done or {}).items()},
+        on_batch=None if on_batch is None else (lambda d, b: on_batch(b)), **options,
     )
     return results[float(density)]
 
