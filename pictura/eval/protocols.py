@@ -572,6 +572,10 @@ def run_womd_densities(
         def warn(line: str) -> None:
             print(line, file=sys.stderr)
     index_bad = list(sources.bad) if isinstance(sources, WomdIndex) else []
+    if strict and index_bad:
+        first = index_bad[0]
+        raise ValueError(f"{first.file}" + ("" if first.record is None else f": record {first.record}") +
+                         f": {first.reason}")
     sources = list(sources.scenes if isinstance(sources, WomdIndex) else sources)
     done = dict(done or {})
     batches: dict[float, list[WomdBatch]] = {d: [] for d in densities}

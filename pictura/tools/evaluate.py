@@ -12,6 +12,7 @@ and writes the JSON of every counter and metric. See docs/evaluation.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -259,8 +260,6 @@ class PartialResults:
     only the missing batches. Removed once the final JSON is written."""
 
     def __init__(self, out: Path, settings: dict, rank: int, ranks: int, resume: bool) -> None:
-        import json
-
         suffix = ".partial.jsonl" if ranks == 1 else f".partial-rank{rank}-of-{ranks}.jsonl"
         self.path = out.with_name(out.name + suffix)
         self.done: dict[tuple[str, str], dict] = {}
@@ -288,7 +287,6 @@ class PartialResults:
             self.file = open(self.path, "w")
             self.file.write(json.dumps({"settings": settings}) + "\n")
             self.file.flush()
-        self._json = json
 
     def batches(self, policy: str, density: str):
         from pictura.eval.protocols import WomdBatch
@@ -297,7 +295,7 @@ class PartialResults:
 
     def write(self, policy: str, density: str, batch) -> None:
         line = {"policy": policy, "density": density, "batch": batch.as_dict()}
-        self.file.write(self._json.dumps(line) + "\n")
+        self.file.write(json.dumps(line) + "\n")
         self.file.flush()
 
     def finish(self) -> None:
@@ -328,6 +326,9 @@ def evaluate_womd(args, policies) -> tuple[dict, dict, dict]:
     else:
         data = args.data
     rank, ranks = _process_group()
+    if ranks > 1 and args.scenarios is not None:
+        raise ValueError("--scenarios needs one process (which batch reaches the cap depends on every batch "
+                         "before it); under torchrun every scene of --data is evaluated")
     device = args.device
     if ranks > 1 and device == "cuda":
         device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
@@ -382,6 +383,10 @@ def evaluate_womd(args, policies) -> tuple[dict, dict, dict]:
     finally:
         reader.close()
     partial.finish()
+    if ranks > 1:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
     meta = {"protocol": "womd", "maps": [str(data)], "maps_note": f"WOMD scenes of {data} (log replay)",
             "densities": densities, "scenarios": args.scenarios, "scenes": scenes,
             "scenes_without_controlled_vehicle": no_controlled, "scenes_indexed": len(index.scenes),
