@@ -46,17 +46,18 @@ def test_waymo_names_every_record_and_lazy_read(tmp_path, record, cache):
     a = write_shard(shards / "validation.tfrecord-00000-of-00150", record, ["a0", "a1", "a2"])
     b = write_shard(shards / "training_20s.tfrecord-00007-of-01000", record, ["b0"])
     (shards / "README.md").write_text("not a scene")
+    c = write_shard(shards / "renamed.bin", record, ["c0"])  # an unknown name, TFRecord content
     index = index_womd(tmp_path / "womd")
-    assert index.files == [b, a]  # sorted by path, recursive, README ignored
+    assert index.files == [c, b, a]  # sorted by path, recursive, README ignored
     assert [(Path(s.file).name, s.record, s.scenario_id) for s in index.scenes] == [
-        (b.name, 0, "b0"), (a.name, 0, "a0"), (a.name, 1, "a1"), (a.name, 2, "a2"),
+        (c.name, 0, "c0"), (b.name, 0, "b0"), (a.name, 0, "a0"), (a.name, 1, "a1"), (a.name, 2, "a2"),
     ]
     # offsets: each frame is 12 + len + 4 bytes after the previous one
     lengths = [len(with_scenario_id(record, i)) for i in ("a0", "a1")]
-    assert [s.offset for s in index.scenes[1:]] == [0, 16 + lengths[0], 32 + lengths[0] + lengths[1]]
-    scene = read_scene(index.scenes[2])
+    assert [s.offset for s in index.scenes[2:]] == [0, 16 + lengths[0], 32 + lengths[0] + lengths[1]]
+    scene = read_scene(index.scenes[3])
     assert scene.scenario_id == "a1" and len(scene.track_id) == 83
-    assert len(list((cache / "womd_index").glob("*.json"))) == 2
+    assert len(list((cache / "womd_index").glob("*.json"))) == 3
     again = index_womd(tmp_path / "womd")  # from the cache
     assert again.scenes == index.scenes and again.bad == []
     # one file, and a glob

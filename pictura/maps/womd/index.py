@@ -30,7 +30,7 @@ from pictura.maps.womd.tfrecord import masked_crc32c
 TFRECORD_NAME = re.compile(r"\.tfrecord(-\d+-of-\d+)?$")
 """``x.tfrecord`` and Waymo's shard names ``validation.tfrecord-00000-of-00150`` (also
 ``training``, ``testing``, ``training_20s``, ...)."""
-INDEX_VERSION = "womd-index-1"
+INDEX_VERSION = "womd-index-2"
 _SCENARIO_ID_FIELD = 5  # scenario.proto: Scenario.scenario_id
 
 
@@ -45,10 +45,7 @@ class SceneRef:
     offset: int = 0
     length: int = 0
     scenario_id: str = ""
-
-    @property
-    def kind(self) -> str:
-        return womd_file_kind(self.file) or "json"
+    kind: str = "tfrecord"  # or "json"
 
     def __str__(self) -> str:
         return f"{self.file}: record {self.record}" if self.kind == "tfrecord" else self.file
@@ -66,27 +63,38 @@ class BadScene:
         return asdict(self)
 
 
-def womd_file_kind(path: str | Path) -> str | None:
+def womd_file_kind(path: str | Path, sniff: bool = False) -> str | None:
     """``"tfrecord"`` or ``"json"`` by file name (``*.tfrecord``, ``*.tfrecord-NNNNN-of-NNNNN``,
-    ``*.json``); None for any other name."""
+    ``*.json``). Other names give None, unless ``sniff``: then a file whose first 12 bytes are
+    a TFRecord header with a matching length CRC (a 1 in 2**32 accident) is a TFRecord."""
     name = Path(path).name
     if TFRECORD_NAME.search(name):
         return "tfrecord"
     if name.endswith(".json"):
         return "json"
+    if sniff:
+        try:
+            with open(path, "rb") as f:
+                header = f.read(12)
+        except OSError:
+            return None
+        if len(header) == 12 and masked_crc32c(header[:8]) == struct.unpack("<I", header[8:])[0]:
+            return "tfrecord"
     return None
 
 
 def womd_files(data: str | Path) -> list[Path]:
     """The WOMD scene files named by ``data``: a folder (searched recursively), one file, or a
     glob pattern (``shards/validation.tfrecord-000[0-4]*``). Sorted; `FileNotFoundError`
-    naming ``data`` when nothing matches."""
+    naming ``data`` when nothing matches. Files are recognised by name, and files of other
+    names by TFRecord content (`womd_file_kind` with ``sniff``)."""
     text = str(data)
     path = Path(text).expanduser()
     if path.is_file():
-        if womd_file_kind(path) is None:
+        if womd_file_kind(path, sniff=True) is None:
             raise FileNotFoundError(
-                f"--data {text!r} is not a WOMD file (*.tfrecord, *.tfrecord-NNNNN-of-NNNNN or *.json)"
+                f"--data {text!r} is not a WOMD file (*.tfrecord, *.tfrecord-NNNNN-of-NNNNN, *.json, or "
+                "TFRecord content)"
             )
         return [path]
     if path.is_dir():
@@ -95,7 +103,7 @@ def womd_files(data: str | Path) -> list[Path]:
         candidates = (Path(p) for p in glob.glob(str(path), recursive=True))
     else:
         raise FileNotFoundError(f"--data {text!r}: no such file, folder or glob match")
-    files = sorted(p for p in candidates if p.is_file() and womd_file_kind(p) is not None)
+    files = sorted(p for p in candidates if p.is_file() and womd_file_kind(p, sniff=True) is not None)
     if not files:
         raise FileNotFoundError(
             f"--data {text!r} holds no WOMD scenes (*.tfrecord, *.tfrecord-NNNNN-of-NNNNN or *.json)"
@@ -159,7 +167,7 @@ def _index_cache_file(path: Path) -> Path:
 
 def _file_index(path: Path, use_cache: bool) -> tuple[list[SceneRef], list[BadScene]]:
     if womd_file_kind(path) == "json":
-        return [SceneRef(str(path))], []
+        return [SceneRef(str(path), kind="json")], []
     target = _index_cache_file(path) if use_cache else None
     if target is not None and target.is_file():
         try:
