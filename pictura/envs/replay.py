@@ -20,7 +20,8 @@ from torchrl.envs import EnvBase
 from pictura.envs.driving import DrivingEnv
 from pictura.envs.observations import VectorizedObservationConfig
 from pictura.eval.protocols import WOMD_STEPS, womd_selection
-from pictura.maps import Scenario, load
+from pictura.maps import Scenario
+from pictura.maps.womd.index import load_scene
 from pictura.render import CameraRig
 from pictura.sim import SimConfig
 from pictura.sim.replay import ReplayLog
@@ -33,13 +34,6 @@ def replay_sim_config(base: SimConfig | None = None, episode_length: int = WOMD_
     lights are off and there is no early reset in a replay model whatever the config says."""
     base = SimConfig() if base is None else base
     return dataclasses.replace(base, eval=True, episode_length=int(episode_length), parked_per_world=0)
-
-
-def _as_scenario(source: str | Scenario) -> Scenario:
-    scenario = source if isinstance(source, Scenario) else load(str(source))
-    if not isinstance(scenario, Scenario):
-        raise ValueError(f"scenarios: {source!r} is a map without logged tracks, not a Scenario")
-    return scenario
 
 
 class ReplayDrivingEnv(DrivingEnv):
@@ -81,7 +75,7 @@ class ReplayDrivingEnv(DrivingEnv):
             raise ValueError("scenarios must name at least one scene")
         kept, selections, skipped = [], [], []
         for source in scenarios:
-            scenario = _as_scenario(source)
+            scenario = load_scene(source)
             selection = womd_selection(scenario, density, seed)
             if selection.controlled.any():
                 kept.append(scenario)

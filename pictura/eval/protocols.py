@@ -24,9 +24,11 @@ import torch
 import warp as wp
 from tensordict import TensorDictBase
 
-from pictura.eval.metrics import EpisodeMetrics, collision_at_fault, collision_partner
-from pictura.maps import CARLA_TOWNS, Scenario, data_root, load
+from pictura.eval.metrics import ALL_COUNTERS, COUNTERS, EpisodeMetrics, collision_at_fault, collision_partner
+from pictura.maps import CARLA_TOWNS, Scenario, data_root
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE
+from pictura.maps.womd.index import BadScene, SceneReader, SceneRef, WomdIndex, index_womd, read_scenes
+from pictura.maps.womd.index import load_scene as load_womd_scene
 from pictura.sim import EVENTS, SimConfig
 
 PROTOCOLS = ("in-domain", "womd")
@@ -35,6 +37,8 @@ IN_DOMAIN_DENSITIES = (60, 120, 150)
 WOMD_DENSITIES = (1.0, 0.75, 0.5)
 """Fraction of logged road users kept (App. C.2)."""
 WOMD_STEPS = 600
+READ_AHEAD_BATCHES = 2
+"""`run_womd` with a `SceneReader`: batches read ahead of the one rolling out."""
 WOMD_MIN_DISPLACEMENT_M = 2.0
 """A vehicle is controlled when its final logged position is more than this from its start."""
 
@@ -383,27 +387,22 @@ def womd_selection(scenario: Scenario, density: float, seed: int = 0) -> WomdSel
     return WomdSelection(scenario.scenario_id, float(density), present, controlled, scenario.goal_position)
 
 
-def womd_sources(data: str | Path) -> list[Path]:
-    """The WOMD scene files (``.tfrecord``, ``.json``) under ``data``, sorted; a clear error if
-    the folder does not exist or holds none."""
-    root = Path(data).expanduser()
-    if not root.is_dir():
-        raise FileNotFoundError(f"--data {str(data)!r} is not a folder")
-    files = sorted(p for p in root.rglob("*") if p.suffix in (".tfrecord", ".json") and p.is_file())
-    if not files:
-        raise FileNotFoundError(f"--data {str(data)!r} holds no WOMD .tfrecord or .json scenes")
-    return files
+def womd_sources(data: str | Path, use_cache: bool = True) -> WomdIndex:
+    """Every WOMD scene named by ``data`` (a folder searched recursively, one file, or a glob;
+    see `pictura.maps.womd.index`): ``.scenes`` as `SceneRef` in file and record order, read
+    lazily by `run_womd`; ``.bad`` the files and records that could not be indexed. A clear
+    `FileNotFoundError` when ``data`` names no WOMD file."""
+    return index_womd(data, use_cache)
 
 
 def womd_scenes(
-    sources: Iterable[str | Path], density: float, seed: int = 0
+    sources: Iterable[SceneRef | str | Path], density: float, seed: int = 0
 ) -> Iterator[tuple[Scenario, WomdSelection]]:
     """Load each scene and yield it with its selection; scenes without a controlled vehicle
-    (after thinning) are skipped, as in the paper."""
+    (after thinning) are skipped, as in the paper. Unreadable scenes raise (`run_womd` skips
+    and reports them instead)."""
     for source in sources:
-        scenario = load(str(source))
-        if not isinstance(scenario, Scenario):
-            raise ValueError(f"{source}: not a logged scenario (got a map without tracks)")
+        scenario = load_womd_scene(source)
         selection = womd_selection(scenario, density, seed)
         if selection.controlled.any():
             yield scenario, selection
@@ -412,7 +411,8 @@ def womd_scenes(
 @dataclass
 class WomdResult:
     """Counters of one density (see `pictura.eval.metrics.ALL_COUNTERS`), not yet reduced;
-    ``scenes``: scenes rolled out, ``skipped``: scenes without a controlled vehicle;
+    ``scenes``: scenes rolled out, ``skipped``: readable scenes without a controlled vehicle,
+    ``bad``: unreadable or invalid scenes (`BadScene`: file, record, reason);
     ``scenario_sums``: every scene's (K, len(`COUNTERS`)) sums, in scene order."""
 
     density: float
@@ -421,6 +421,45 @@ class WomdResult:
     steps: int
     counters: torch.Tensor
     scenario_sums: torch.Tensor | None = None
+    bad: list[BadScene] = dataclasses.field(default_factory=list)
+    batches: list[WomdBatch] = dataclasses.field(default_factory=list)
+
+
+@dataclass
+class WomdBatch:
+    """One batch of `run_womd`: the ``index``-th slice of ``scenes_per_batch`` sources. Plain
+    numbers and lists (JSON-ready), so batches can be written as they finish (``--resume``),
+    computed by different processes and merged by ``index``."""
+
+    index: int
+    scenes: int
+    skipped: int
+    counters: list[float]
+    scenario_sums: list[list[float]]
+    bad: list[dict]
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def merge_womd_batches(batches: Iterable[WomdBatch], density: float, steps: int) -> WomdResult:
+    """One `WomdResult` from batches (any order, e.g. gathered from several processes): sums
+    in batch order, so the result does not depend on who computed which batch."""
+    ordered = sorted(batches, key=lambda b: b.index)
+    rows = [r for b in ordered for r in b.scenario_sums]
+    counters = torch.tensor([b.counters for b in ordered if b.scenes], dtype=torch.float64)
+    scenes = sum(b.scenes for b in ordered)
+    if not scenes:
+        bad = sum(len(b.bad) for b in ordered)
+        raise ValueError(
+            f"no WOMD scene to evaluate at density {density}: {sum(b.skipped for b in ordered)} without a "
+            f"controlled vehicle, {bad} unreadable or invalid" + (" (see the warnings above)" if bad else "")
+        )
+    return WomdResult(
+        float(density), scenes, sum(b.skipped for b in ordered), steps, counters.sum(0),
+        torch.tensor(rows, dtype=torch.float64).reshape(len(rows), -1),
+        [BadScene(**d) for b in ordered for d in b.bad], ordered,
+    )
 
 
 ReplayEnvBuilder = Callable[..., object]
@@ -440,11 +479,81 @@ def replay_env_builder(**fixed) -> ReplayEnvBuilder:
     return build
 
 
+def _bad_scene(source, reason: str) -> BadScene:
+    if isinstance(source, SceneRef):
+        return BadScene(source.file, source.record if source.kind == "tfrecord" else None, reason)
+    name = source.scenario_id if isinstance(source, Scenario) else str(source)
+    return BadScene(name, None, reason)
+
+
+def _reason(source, err: Exception) -> str:
+    """The error message without the ``file: record N:`` prefix its `BadScene` already holds."""
+    text = str(err)
+    prefix = f"{source}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def _select_batch(chunk, loaded, density: float, seed: int, strict: bool):
+    """(scenes with a controlled vehicle, count without one, bad scenes) of one batch: ``loaded``
+    holds each source's `Scenario`, or the `ValueError` reading it raised."""
+    scenes, bad, skipped = [], [], 0
+    for source, scenario in zip(chunk, loaded, strict=True):
+        if isinstance(scenario, Exception):
+            if strict:
+                raise scenario
+            bad.append((source, _reason(source, scenario)))
+            continue
+        if womd_selection(scenario, density, seed).controlled.any():
+            scenes.append((source, scenario))
+        else:
+            skipped += 1
+    return scenes, skipped, bad
+
+
+def _build_or_drop(build_env, scenes, strict: bool, **kwargs):
+    """The replay env of ``scenes``; a scene the env refuses (`ValueError`) is found by building
+    each scene alone, dropped and returned as bad (raised under ``strict``)."""
+    try:
+        return build_env(scenarios=[s for _, s in scenes], **kwargs), scenes, []
+    except ValueError:
+        if strict or len(scenes) == 1:
+            raise
+    good, bad = [], []
+    for source, scenario in scenes:
+        try:
+            build_env(scenarios=[scenario], **kwargs)
+            good.append((source, scenario))
+        except ValueError as err:
+            bad.append((source, _reason(source, err)))
+    env = build_env(scenarios=[s for _, s in good], **kwargs) if good else None
+    return env, good, bad
+
+
 def run_womd(
     build_env: ReplayEnvBuilder,
     make_policy: PolicyMaker,
-    sources: Iterable[str | Path],
+    sources: Iterable[SceneRef | str | Path | Scenario] | WomdIndex,
     density: float,
+    steps: int = WOMD_STEPS,
+    done: dict[int, WomdBatch] | None = None,
+    on_batch: Callable[[WomdBatch], None] | None = None,
+    **options,
+) -> WomdResult:
+    """Zero-shot WOMD rollouts at one ``density``: `run_womd_densities` with one density
+    (``done`` keyed by batch index, ``on_batch(batch)``; ``options`` as there)."""
+    results = run_womd_densities(
+        build_env, make_policy, sources, [density], steps,
+        done={(float(density), k): b for k, b in (done or {}).items()},
+        on_batch=None if on_batch is None else (lambda d, b: on_batch(b)), **options,
+    )
+    return results[float(density)]
+
+
+def run_womd_densities(
+    build_env: ReplayEnvBuilder,
+    make_policy: PolicyMaker,
+    sources: Iterable[SceneRef | str | Path | Scenario] | WomdIndex,
+    densities: Sequence[float],
     steps: int = WOMD_STEPS,
     max_scenes: int | None = None,
     device: str = "cpu",
@@ -452,41 +561,131 @@ def run_womd(
     scenes_per_batch: int = 8,
     progress: Callable[[int], None] | None = None,
     base_sim: SimConfig | None = None,
-) -> WomdResult:
-    """Zero-shot WOMD rollouts at one ``density``: the scenes of ``sources`` that have a
-    controlled vehicle (at most ``max_scenes``), ``scenes_per_batch`` at a time (one world
-    each), ``steps`` steps (600), argmax policy of ``make_policy(env)``.
+    strict: bool = False,
+    done: dict[tuple[float, int], WomdBatch] | None = None,
+    on_batch: Callable[[float, WomdBatch], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
+    warn: Callable[[str], None] | None = None,
+    reader: SceneReader | None = None,
+) -> dict[float, WomdResult]:
+    """Zero-shot WOMD rollouts at each of ``densities``: the scenes of ``sources`` that have a
+    controlled vehicle (at most ``max_scenes`` per density), ``steps`` steps (600), argmax
+    policy of ``make_policy(env)``.
 
     Controlled vehicles drive from their logged start to their final logged position (single
     goal, 2 m, removed on arrival); the others replay their logs (`pictura.sim.replay`). A
     vehicle's episode runs to its first infraction, its arrival or the scene end; metrics
     count controlled vehicles only (replayed ones are never ``active``).
+
+    Scenes are read lazily, batch by batch, and each batch is read once for all densities:
+    batch k is sources[k * scenes_per_batch : ...] (one world per scene with a controlled
+    vehicle), played at every density before batch k + 1. A scene that cannot be read or that
+    the env refuses is skipped with one ``warn`` line (default: stderr) and listed in ``bad``;
+    ``strict`` raises instead. ``done[(density, k)]`` holds batches finished earlier (resume:
+    they are not played again), ``on_batch(density, batch)`` gets each new `WomdBatch` as it
+    finishes, and ``shard`` = (rank, ranks) plays only the batches k with k % ranks == rank
+    (merge with `merge_womd_batches`). A ``reader`` (`SceneReader` with worker processes)
+    reads the next batches' scenes while the current one rolls out. ``progress(n)`` counts
+    sources per density played.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if scenes_per_batch < 1:
         raise ValueError(f"scenes_per_batch must be >= 1, got {scenes_per_batch}")
     check_eval_settings(SimConfig() if base_sim is None else base_sim)
-    sources = list(sources)
-    scenes = [scenario for scenario, _ in womd_scenes(sources, density, seed)]
-    skipped = len(sources) - len(scenes)
-    if max_scenes is not None:
-        scenes = scenes[:max_scenes]
-    if not scenes:
-        raise ValueError(f"no WOMD scene with a controlled vehicle at density {density}")
-    counters = None
-    rows: list[torch.Tensor] = []
-    for start in range(0, len(scenes), scenes_per_batch):
-        batch = scenes[start : start + scenes_per_batch]
+    rank, ranks = shard
+    if not 0 <= rank < ranks:
+        raise ValueError(f"shard {rank} of {ranks}: need 0 <= rank < ranks")
+    if ranks > 1 and max_scenes is not None:
+        raise ValueError("max_scenes needs one process: which batch reaches it depends on every batch before it")
+    densities = [float(d) for d in densities]
+    if warn is None:
+        def warn(line: str) -> None:
+            print(line, file=sys.stderr)
+    index_bad = list(sources.bad) if isinstance(sources, WomdIndex) else []
+    if strict and index_bad:
+        first = index_bad[0]
+        raise ValueError(f"{first.file}" + ("" if first.record is None else f": record {first.record}") +
+                         f": {first.reason}")
+    sources = list(sources.scenes if isinstance(sources, WomdIndex) else sources)
+    done = dict(done or {})
+    batches: dict[float, list[WomdBatch]] = {d: [] for d in densities}
+    remaining = {d: len(sources) if max_scenes is None else max_scenes for d in densities}
+    chunks = [sources[i : i + scenes_per_batch] for i in range(0, len(sources), scenes_per_batch)]
+    mine = [k for k in range(len(chunks)) if k % ranks == rank or any((d, k) in done for d in densities)]
+    to_read = [k for k in mine if any((d, k) not in done for d in densities)]
+    pending: dict[int, object] = {}
+
+    def read_ahead(position: int) -> None:
+        """Keep the next `READ_AHEAD_BATCHES` batches' scenes being read by ``reader``'s workers."""
+        for k in to_read[position : position + READ_AHEAD_BATCHES + 1]:
+            if k not in pending and not any(isinstance(s, Scenario) for s in chunks[k]):
+                pending[k] = reader.submit(chunks[k])
+
+    for k in mine:
+        if all(r <= 0 for r in remaining.values()):
+            break
+        chunk = chunks[k]
+        loaded = None
+        for density in densities:
+            if remaining[density] <= 0:
+                continue
+            batch = done.get((density, k))
+            if batch is None:
+                if loaded is None:
+                    if reader is not None:
+                        read_ahead(to_read.index(k))
+                    loaded = reader.result(pending.pop(k)) if k in pending else read_scenes(chunk)
+                batch = _play_batch(
+                    k, chunk, loaded, build_env, make_policy, density, steps, remaining[density], device, seed,
+                    base_sim, strict, warn,
+                )
+                if on_batch is not None:
+                    on_batch(density, batch)
+            remaining[density] -= batch.scenes
+            batches[density].append(batch)
+            if progress is not None:
+                progress(len(chunk))
+    results = {}
+    for density in densities:
+        mine_batches = batches[density]
+        if ranks > 1:
+            mine_batches = [b for b in mine_batches if b.index % ranks == rank]  # resumed: each rank its own
+            if not any(b.scenes for b in mine_batches):  # this rank's share may be empty; the merge decides
+                results[density] = WomdResult(
+                    density, 0, sum(b.skipped for b in mine_batches), steps,
+                    torch.zeros(len(ALL_COUNTERS), dtype=torch.float64), torch.zeros(0, len(COUNTERS)),
+                    [BadScene(**d) for b in mine_batches for d in b.bad], mine_batches,
+                )
+                continue
+        results[density] = merge_womd_batches(mine_batches, density, steps)
+        if rank == 0:
+            results[density].bad = index_bad + results[density].bad
+    return results
+
+
+def _play_batch(
+    k: int, chunk, loaded, build_env, make_policy, density: float, steps: int, limit: int, device, seed: int,
+    base_sim, strict: bool, warn,
+) -> WomdBatch:
+    """Select, build and roll out batch ``k`` at one density (at most ``limit`` scenes)."""
+    scenes, skipped, bad = _select_batch(chunk, loaded, density, seed, strict)
+    scenes = scenes[:limit]
+    env = None
+    if scenes:
         # episode_length = steps + 1: the scene-end reset never fires inside the rollout
-        env = build_env(
-            scenarios=batch, density=density, seed=seed, device=device, sim=base_sim, episode_length=steps + 1
+        env, scenes, refused = _build_or_drop(
+            build_env, scenes, strict, density=density, seed=seed, device=device, sim=base_sim,
+            episode_length=steps + 1,
         )
+        bad += refused
+    counters, rows = [0.0] * len(ALL_COUNTERS), []
+    if env is not None:
         metrics = scenario_metrics(env)
         rollout_scenarios(env, make_policy(env), steps, metrics)
-        rows.append(metrics.scenario_sums()[: len(batch)])
+        rows = metrics.scenario_sums()[: len(scenes)].tolist()
         metrics.close_scenarios()
-        counters = metrics.counters if counters is None else counters + metrics.counters
-        if progress is not None:
-            progress(len(batch))
-    return WomdResult(float(density), len(scenes), skipped, steps, counters, torch.cat(rows))
+        counters = metrics.counters.tolist()
+    for source, reason in bad:
+        warn(f"womd: skipped {source}: {reason}")
+    return WomdBatch(k, len(scenes), skipped, counters, rows, [_bad_scene(s, r).as_dict() for s, r in bad])

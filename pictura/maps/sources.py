@@ -3,7 +3,9 @@
 - ``procedural:seed=N[,key=value...]``  the embedded procedural town generator
 - ``carla:Town01`` .. ``carla:Town10HD``  resolved under the data root (``<root>/carla/TownNN.xodr``)
 - a path to an OpenDRIVE ``.xodr`` file
-- a path to a Waymo Open Motion ``.tfrecord`` or a GPUDrive-style ``.json`` scenario
+- a path to a Waymo Open Motion ``.tfrecord`` (also Waymo's shard names,
+  ``validation.tfrecord-00000-of-00150``) or a GPUDrive-style ``.json`` scenario; a multi-record
+  file loads its first scene (`pictura.maps.womd.index` reads them all)
 
 The data root is ``$PICTURA_DATA`` if set, else ``../shared/data`` beside the repository.
 """
@@ -14,6 +16,7 @@ import os
 from pathlib import Path
 
 from pictura.maps.roadmap import RoadMap, Scenario
+from pictura.maps.womd.index import womd_file_kind
 
 CARLA_TOWNS = ("Town01", "Town02", "Town03", "Town04", "Town05", "Town06", "Town07", "Town10HD")
 
@@ -68,12 +71,13 @@ def load(source: str) -> RoadMap | Scenario:
             raise FileNotFoundError(f"map source {source!r}: {path} does not exist")
         return _load_path(path)
     path = Path(source).expanduser()
-    if path.suffix in (".xodr", ".tfrecord", ".json"):
+    if path.suffix == ".xodr" or womd_file_kind(path) is not None:
         if not path.is_file():
             raise FileNotFoundError(f"map source {source!r}: no such file")
         return _load_path(path)
     raise ValueError(
-        f"unknown map source {source!r}: use 'procedural:seed=N', 'carla:TownNN', or a .xodr/.tfrecord/.json path"
+        f"unknown map source {source!r}: use 'procedural:seed=N', 'carla:TownNN', or a .xodr, .tfrecord, "
+        "*.tfrecord-NNNNN-of-NNNNN or .json path"
     )
 
 
@@ -82,7 +86,7 @@ def _load_path(path: Path) -> RoadMap | Scenario:
         from pictura.maps.opendrive import read_opendrive
 
         return read_opendrive(path)
-    if path.suffix == ".tfrecord":
+    if womd_file_kind(path) == "tfrecord":
         from pictura.maps.womd import read_womd_tfrecord
 
         return read_womd_tfrecord(path)

@@ -12,6 +12,8 @@ and writes the JSON of every counter and metric. See docs/evaluation.md.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,7 +28,7 @@ from pictura.eval.protocols import (
     default_maps,
     replay_env_builder,
     run_in_domain,
-    run_womd,
+    run_womd_densities,
     womd_sources,
 )
 from pictura.eval.report import format_table, paired_difference_table, plot_metrics, write_json
@@ -35,6 +37,8 @@ from pictura.tools import parse_resolution
 GPU_SLOTS_PER_BATCH = 65_536
 """Default cap on agent slots per batch on a GPU (scenarios x agents per world)."""
 CPU_WORLDS_PER_BATCH = 8
+GPU_READ_WORKERS = 8
+"""Default scene-reading processes on a GPU (`pictura.maps.womd.index.SceneReader`)."""
 
 
 def default_worlds_per_batch(device: str, scenarios: int, agents_per_world: float) -> int:
@@ -64,14 +68,18 @@ def _parser() -> argparse.ArgumentParser:
         "--maps", nargs="+", metavar="SOURCE",
         help="in-domain map sources (default: the 8 CARLA towns if present, else 8 procedural towns)",
     )
-    p.add_argument("--data", type=Path, help="womd: folder of WOMD .tfrecord/.json scenes (default <data root>/womd)")
+    p.add_argument(
+        "--data", help="womd: a folder (searched recursively), one file or a glob of WOMD scenes: *.tfrecord, "
+        "Waymo's *.tfrecord-NNNNN-of-NNNNN shards, GPUDrive *.json (default <data root>/womd)",
+    )
     p.add_argument(
         "--densities", nargs="+", type=float, metavar="D",
         help="in-domain: agents per world (default 60 120 150); womd: fractions kept (default 1 0.75 0.5)",
     )
     p.add_argument(
-        "--scenarios", type=int, default=8,
-        help="scenarios per density (paper: 200; default 8); womd: at most this many scenes with a controlled vehicle",
+        "--scenarios", type=int, default=None,
+        help="scenarios per density (paper: 200; default 8); womd: at most this many scenes with a controlled "
+        "vehicle (default: every scene of --data)",
     )
     p.add_argument(
         "--steps", type=int, default=None,
@@ -91,6 +99,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", type=Path, metavar="OUT", required=True, help="write the results here")
     p.add_argument("--png", type=Path, metavar="OUT", help="also plot metrics vs density to this PNG")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    womd = p.add_argument_group("womd: long evaluations")
+    womd.add_argument("--strict", action="store_true", help="stop at the first unreadable or invalid scene")
+    womd.add_argument(
+        "--resume", action="store_true",
+        help="continue from the partial results next to --json (OUT.partial.jsonl, written batch by batch)",
+    )
+    womd.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="processes reading (decoding) the next batches' scenes while one rolls out (default: 0 on the CPU, "
+        f"up to {GPU_READ_WORKERS} on a GPU)",
+    )
+    womd.add_argument(
+        "--no-index-cache", action="store_true", help="re-read every file's record index instead of the cached one",
+    )
     return p
 
 
@@ -206,38 +228,172 @@ def _womd_builder(spec, resolution: tuple[int, int]):
     return replay_env_builder(validate_actions=False, **fixed), keywords.get("sim")
 
 
+def _process_group() -> tuple[int, int]:
+    """(rank, ranks): under torchrun (``WORLD_SIZE`` > 1) joins the process group (gloo: it
+    only gathers the batches' sums at the end) so that ranks split the scenes; (0, 1) otherwise."""
+    import torch.distributed as dist
+
+    ranks = int(os.environ.get("WORLD_SIZE", "1"))
+    if ranks == 1:
+        return 0, 1
+    if not dist.is_initialized():
+        dist.init_process_group(backend="gloo")
+    return dist.get_rank(), dist.get_world_size()
+
+
+class _Warnings:
+    """Each skipped file or record once on stderr (a bad scene is met once per policy and density)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.seen: set[str] = set()
+        self.enabled = enabled
+
+    def __call__(self, line: str) -> None:
+        if self.enabled and line not in self.seen:
+            self.seen.add(line)
+            print(line, file=sys.stderr)
+
+
+class PartialResults:
+    """``OUT.partial.jsonl`` (``OUT.partial-rankR-of-N.jsonl`` per process): a header with the
+    run's settings, then one line per finished batch, flushed as it goes, so ``--resume`` plays
+    only the missing batches. Removed once the final JSON is written."""
+
+    def __init__(self, out: Path, settings: dict, rank: int, ranks: int, resume: bool) -> None:
+        suffix = ".partial.jsonl" if ranks == 1 else f".partial-rank{rank}-of-{ranks}.jsonl"
+        self.path = out.with_name(out.name + suffix)
+        self.done: dict[tuple[str, str], dict] = {}
+        settings = json.loads(json.dumps(settings))
+        if resume and self.path.is_file():
+            lines = self.path.read_text().splitlines()
+            header = json.loads(lines[0]) if lines else {}
+            if header.get("settings") != settings:
+                raise ValueError(
+                    f"--resume: {self.path} was written with other settings ({header.get('settings')}); "
+                    "rerun without --resume to start over"
+                )
+            kept = lines[:1]
+            for line in lines[1:]:
+                try:
+                    item = json.loads(line)
+                except json.JSONDecodeError:
+                    break  # a line cut by the interruption: that batch is played again
+                self.done.setdefault((item["policy"], item["density"]), {})[item["batch"]["index"]] = item["batch"]
+                kept.append(line)
+            self.path.write_text("".join(line + "\n" for line in kept))  # without the cut line
+            self.file = open(self.path, "a")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = open(self.path, "w")
+            self.file.write(json.dumps({"settings": settings}) + "\n")
+            self.file.flush()
+
+    def batches(self, policy: str, density: str):
+        from pictura.eval.protocols import WomdBatch
+
+        return {k: WomdBatch(**b) for k, b in self.done.get((policy, density), {}).items()}
+
+    def write(self, policy: str, density: str, batch) -> None:
+        line = {"policy": policy, "density": density, "batch": batch.as_dict()}
+        self.file.write(json.dumps(line) + "\n")
+        self.file.flush()
+
+    def finish(self) -> None:
+        self.file.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _gather_batches(batches: list, ranks: int) -> list:
+    if ranks == 1:
+        return batches
+    import torch.distributed as dist
+
+    from pictura.eval.protocols import WomdBatch
+
+    gathered: list = [None] * ranks
+    dist.all_gather_object(gathered, [b.as_dict() for b in batches])
+    return [WomdBatch(**b) for part in gathered for b in part]
+
+
 def evaluate_womd(args, policies) -> tuple[dict, dict, dict]:
+    from pictura.eval.protocols import merge_womd_batches
+    from pictura.maps.womd.index import SceneReader
+
     if args.data is None:
         from pictura.maps import data_root
 
         data = data_root() / "womd"
     else:
         data = args.data
-    sources = womd_sources(data)
+    rank, ranks = _process_group()
+    if ranks > 1 and args.scenarios is not None:
+        raise ValueError("--scenarios needs one process (which batch reaches the cap depends on every batch "
+                         "before it); under torchrun every scene of --data is evaluated")
+    device = args.device
+    if ranks > 1 and device == "cuda":
+        device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
+    index = womd_sources(data, use_cache=not args.no_index_cache)
+    warn = _Warnings(rank == 0)
+    for bad in index.bad:
+        where = bad.file if bad.record is None else f"{bad.file}: record {bad.record}"
+        if args.strict:
+            raise ValueError(f"{where}: {bad.reason} (--strict)")
+        warn(f"womd: skipped {where}: {bad.reason}")
     densities = [float(d) for d in (args.densities or WOMD_DENSITIES)]
     resolution = parse_resolution(args.resolution)
+    batch = args.worlds_per_batch
+    settings = {"data": str(data), "scenes": len(index.scenes), "policies": [n for n, _ in policies],
+                "densities": densities, "steps": args.steps, "seed": args.seed, "scenarios": args.scenarios,
+                "scenes_per_batch": batch}
+    partial = PartialResults(args.json, settings, rank, ranks, args.resume)
+    own = sum(len(index.scenes[k : k + batch]) for k in range(0, len(index.scenes), batch) if (k // batch) % ranks == rank)
     results: dict[str, dict[str, dict[str, float]]] = {}
     per_scenario: dict[str, dict[str, list]] = {}
     scenes: dict[str, int] = {}
-    for name, spec in policies:
-        builder, base_sim = _womd_builder(spec, resolution)
-        results[name] = {}
-        per_scenario[name] = {}
-        for density in densities:
-            progress = ScenarioProgress(min(args.scenarios, len(sources)), f"{name} @ {density}", not args.no_progress)
-            result = run_womd(
-                builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), sources, density, args.steps,
-                max_scenes=args.scenarios, device=args.device, seed=args.seed,
-                scenes_per_batch=args.worlds_per_batch, progress=progress, base_sim=base_sim,
+    no_controlled: dict[str, int] = {}
+    skipped: dict[tuple, dict] = {(b.file, b.record): b.as_dict() for b in index.bad}
+    workers = args.workers
+    if workers is None:
+        workers = min(GPU_READ_WORKERS, max((os.cpu_count() or 1) - 2, 0)) if str(device).startswith("cuda") else 0
+    reader = SceneReader(workers)
+    try:
+        for name, spec in policies:
+            builder, base_sim = _womd_builder(spec, resolution)
+            results[name] = {}
+            per_scenario[name] = {}
+            done = {(density, k): b for density in densities for k, b in partial.batches(name, str(density)).items()}
+            label = "/".join(f"{d:g}" for d in densities)
+            progress = ScenarioProgress(own * len(densities), f"{name} @ {label}", not args.no_progress and rank == 0)
+            by_density = run_womd_densities(
+                builder, lambda env, spec=spec: _policy_for(spec, env, args.seed), index.scenes, densities,
+                args.steps, max_scenes=args.scenarios, device=device, seed=args.seed, scenes_per_batch=batch,
+                progress=progress, base_sim=base_sim, strict=args.strict, done=done,
+                on_batch=lambda density, b, name=name: partial.write(name, str(density), b),
+                shard=(rank, ranks), warn=warn, reader=reader,
             )
             progress.close()
-            scenes[str(density)] = result.scenes
-            results[name][str(density)] = M.summarize(M.all_reduce_counters(result.counters))
-            per_scenario[name][str(density)] = result.scenario_sums.cpu().tolist()
+            for density, result in by_density.items():
+                merged = merge_womd_batches(_gather_batches(result.batches, ranks), density, args.steps)
+                scenes[str(density)] = merged.scenes
+                no_controlled[str(density)] = merged.skipped
+                for bad in merged.bad:
+                    skipped.setdefault((bad.file, bad.record), bad.as_dict())
+                results[name][str(density)] = M.summarize(merged.counters)
+                per_scenario[name][str(density)] = merged.scenario_sums.tolist()
+    finally:
+        reader.close()
+    partial.finish()
+    if ranks > 1:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
     meta = {"protocol": "womd", "maps": [str(data)], "maps_note": f"WOMD scenes of {data} (log replay)",
-            "densities": densities, "scenarios": args.scenarios, "scenes": scenes, "scene_files": len(sources),
-            "steps": args.steps, "seed": args.seed, "device": args.device,
+            "densities": densities, "scenarios": args.scenarios, "scenes": scenes,
+            "scenes_without_controlled_vehicle": no_controlled, "scenes_indexed": len(index.scenes),
+            "scene_files": len(index.files), "skipped": list(skipped.values()), "processes": ranks,
+            "read_workers": workers, "steps": args.steps, "seed": args.seed, "device": args.device,
             "scenario_counter_columns": list(M.COUNTERS)}
+    meta["rank"] = rank
     return results, meta, per_scenario
 
 
@@ -245,12 +401,14 @@ def main(argv: list[str]) -> None:
     args = _parser().parse_args(argv)
     if args.steps is None:
         args.steps = WOMD_STEPS if args.protocol == "womd" else 300
+    if args.scenarios is None and args.protocol == "in-domain":
+        args.scenarios = 8
     try:
         if args.worlds_per_batch is None:
             # WOMD scenes hold up to a few hundred road users; in-domain worlds the largest density
             densest = 256 if args.protocol == "womd" else max(args.densities or IN_DOMAIN_DENSITIES)
-            args.worlds_per_batch = default_worlds_per_batch(args.device, args.scenarios, densest)
-        if args.scenarios < 1 or args.steps < 1 or args.worlds_per_batch < 1:
+            args.worlds_per_batch = default_worlds_per_batch(args.device, args.scenarios or 1 << 30, densest)
+        if (args.scenarios is not None and args.scenarios < 1) or args.steps < 1 or args.worlds_per_batch < 1:
             raise ValueError("--scenarios, --steps and --worlds-per-batch must be >= 1")
         policies = _parse_policies(args)
         started = time.perf_counter()
@@ -260,8 +418,10 @@ def main(argv: list[str]) -> None:
         raise SystemExit(f"evaluate: {err}") from None
     meta["wall_s"] = round(time.perf_counter() - started, 3)
     meta["policies"] = [n for n, _ in policies]
-    title = (f"{meta['protocol']}: {meta['scenarios']} scenarios x {meta['steps']} steps per density; "
-             f"{meta['maps_note']}")
+    if meta.pop("rank", 0) != 0:
+        return  # under torchrun, rank 0 writes the merged results
+    count = meta["scenarios"] if meta["protocol"] == "in-domain" else "/".join(map(str, meta["scenes"].values()))
+    title = f"{meta['protocol']}: {count} scenarios x {meta['steps']} steps per density; {meta['maps_note']}"
     print(format_table(results, title))
     if len(per_scenario) > 1:
         # the same seeds (scenes) play the same scenarios for every policy: differences are paired

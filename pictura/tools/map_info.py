@@ -1,7 +1,9 @@
 """``python -m pictura map-info SOURCE [--json] [--geojson OUT] [--png OUT]``.
 
 Loads any map source (``procedural:seed=0``, ``carla:Town01``, a ``.xodr``/``.tfrecord``/``.json``
-path), prints its statistics, and optionally writes GeoJSON and a top-down PNG.
+path, Waymo's ``validation.tfrecord-00000-of-00150``), prints its statistics, and optionally writes
+GeoJSON and a top-down PNG. A WOMD file's statistics also say how many scenarios it holds;
+``--record N`` picks the one described (default 0).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from pictura.maps import load_road_map
 from pictura.maps.geojson import map_statistics, road_map_to_geojson
 from pictura.maps.roadmap import MARKING_CENTRE_LINE, RoadMap, polyline_segments
+from pictura.maps.womd.index import read_scene, scan_tfrecord, womd_file_kind
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,6 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--geojson", type=Path, metavar="OUT", help="write a GeoJSON FeatureCollection here")
     p.add_argument("--png", type=Path, metavar="OUT", help="write a top-down picture of the map here")
+    p.add_argument(
+        "--record", type=int, default=0, metavar="N",
+        help="WOMD .tfrecord files: describe scenario N of the file (0-based, default 0)",
+    )
     p.add_argument("--dpi", type=int, default=150, help="PNG resolution (dots per inch, default 150)")
     p.add_argument(
         "--crop",
@@ -41,11 +48,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> None:
     args = _parser().parse_args(argv)
     try:
-        road_map = load_road_map(args.source)
+        road_map, scenario_stats = _load(args.source, args.record)
     except (ValueError, OSError, ImportError) as err:
         # A bad source is a user error: one clear line naming it, no traceback.
         raise SystemExit(f"map-info: cannot load map source {args.source!r}: {err}") from None
-    stats = map_statistics(road_map)
+    stats = {**scenario_stats, **map_statistics(road_map)}
     if args.json:
         print(json.dumps(stats))
     else:
@@ -58,6 +65,27 @@ def main(argv: list[str]) -> None:
         args.png.parent.mkdir(parents=True, exist_ok=True)
         draw_map_png(road_map, args.png, dpi=args.dpi, crop=args.crop)
         print(f"wrote {args.png}", file=sys.stderr)
+
+
+def _load(source: str, record: int) -> tuple[RoadMap, dict]:
+    """(the road map, scenario statistics): for a WOMD TFRecord, how many scenarios the file
+    holds, which one is described and its id and track count; {} for other sources."""
+    if womd_file_kind(source) != "tfrecord" or source.startswith(("procedural", "carla:")):
+        if record != 0:
+            raise ValueError("--record applies to WOMD .tfrecord files only")
+        return load_road_map(source), {}
+    scenes, bad = scan_tfrecord(source)
+    by_record = {s.record: s for s in scenes}
+    if record not in by_record:
+        problem = next((f": {b.reason}" for b in bad if b.record == record), "")
+        raise ValueError(
+            f"--record {record}: not a readable scenario of this file ({len(scenes)} readable, "
+            f"{len(bad)} bad){problem}"
+        )
+    scenario = read_scene(by_record[record])
+    stats = {"scenarios_in_file": len(scenes), "bad_records": len(bad), "record": record,
+             "scenario_id": scenario.scenario_id, "tracks": len(scenario.track_id)}
+    return scenario.road_map, stats
 
 
 def _table(stats: dict) -> str:

@@ -94,5 +94,5 @@ def test_bad_density_and_empty_folder_are_clear(tmp_path):
         womd_selection(scenario, 0.0)
     with pytest.raises(FileNotFoundError, match="holds no WOMD"):
         womd_sources(tmp_path)
-    with pytest.raises(FileNotFoundError, match="is not a folder"):
+    with pytest.raises(FileNotFoundError, match="no such file, folder or glob"):
         womd_sources(tmp_path / "nope")

@@ -165,3 +165,45 @@ def test_not_json(tmp_path):
     path.write_text('{"objects": [')
     with pytest.raises(ValueError, match=r"broken\.json: not valid JSON"):
         read_gpudrive_json(path)
+
+
+# ---- older export variants --------------------------------------------------------------------
+
+
+def test_objects_without_ids_get_their_index(small_doc, tmp_path):
+    doc = copy.deepcopy(small_doc)
+    for obj in doc["objects"]:
+        del obj["id"]
+    scenario = read_gpudrive_json(_write(tmp_path, doc, "no_ids.json"))
+    assert scenario.track_id.tolist() == list(range(len(doc["objects"])))
+    reference = read_gpudrive_json(_write(tmp_path, small_doc, "ids.json"))
+    np.testing.assert_array_equal(scenario.track_position, reference.track_position)
+
+
+def test_two_dimensional_export_without_z_or_lights(small_doc, tmp_path):
+    doc = copy.deepcopy(small_doc)
+    for item in doc["objects"]:
+        for p in item["position"]:
+            del p["z"]
+    for road in doc["roads"]:
+        for p in road["geometry"]:
+            del p["z"]
+    del doc["tl_states"], doc["metadata"]
+    scenario = read_gpudrive_json(_write(tmp_path, doc, "flat.json"))
+    valid = scenario.track_valid
+    xy = np.array([[[p["x"], p["y"]] for p in o["position"]] for o in small_doc["objects"]], np.float32)
+    np.testing.assert_array_equal(scenario.track_position[..., :2][valid], xy[valid])
+    assert not scenario.track_position[..., 2].any()
+    assert len(scenario.light_lane) == 0 and scenario.sdc_index == -1
+    mixed = copy.deepcopy(small_doc)
+    for p in mixed["roads"][4]["geometry"]:
+        del p["z"]
+    with pytest.raises(ValueError, match=r"roads\[4\] .*geometry: points without 'z' in a file whose other"):
+        read_gpudrive_json(_write(tmp_path, mixed, "mixed.json"))
+
+
+def test_missing_height_is_named(small_doc, tmp_path):
+    doc = copy.deepcopy(small_doc)
+    del doc["objects"][1]["height"]
+    with pytest.raises(ValueError, match=r"objects\[1\]: missing \['height'\]"):
+        read_gpudrive_json(_write(tmp_path, doc, "no_height.json"))

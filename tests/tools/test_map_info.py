@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 
@@ -106,3 +107,21 @@ def test_command_line_entry_point() -> None:
         [sys.executable, "-m", "pictura", "map-info", "--help"], capture_output=True, text=True
     )
     assert helped.returncode == 0 and "--geojson" in helped.stdout
+
+
+def test_waymo_shard_counts_its_scenarios_and_describes_one(capsys, tmp_path, monkeypatch) -> None:
+    from pictura.maps.womd.index import with_scenario_id
+    from tests.data import data_path
+    from tests.maps.test_womd_index import _frame
+
+    monkeypatch.setenv("PICTURA_CACHE", str(tmp_path / "cache"))
+    blob = data_path("womd", "tfrecord", "motion_data_one_scenario.tfrecord").read_bytes()
+    (n,) = struct.unpack("<Q", blob[:8])
+    shard = tmp_path / "validation.tfrecord-00003-of-00150"
+    shard.write_bytes(b"".join(_frame(with_scenario_id(blob[12 : 12 + n], f"s{i}")) for i in range(3)))
+    main([str(shard), "--json", "--record", "2"])
+    stats = json.loads(capsys.readouterr().out)
+    assert (stats["scenarios_in_file"], stats["record"], stats["scenario_id"], stats["tracks"]) == (3, 2, "s2", 83)
+    assert stats["lanes"] == load_road_map(str(shard)).lane_count
+    with pytest.raises(SystemExit, match=r"--record 3: not a readable scenario of this file \(3 readable"):
+        main([str(shard), "--record", "3"])

@@ -12,7 +12,7 @@ from pictura.maps.cache import cached
 from pictura.maps.opendrive.build import LaneOrigin, build_road_map
 from pictura.maps.roadmap import RoadMap
 
-OPENDRIVE_FORMAT_VERSION = 2
+OPENDRIVE_FORMAT_VERSION = 3
 """Bump when the conversion changes so cached maps are rebuilt."""
 
 

@@ -148,8 +148,8 @@ class _Builder:
         self, xs: CrossSections, lane_id: int, fwd: bool, junction: int, lane_speed: float
     ) -> None:
         road = xs.road
-        if float(xs.width[lane_id].max()) < 1e-2:
-            return  # a lane of zero width everywhere has no drivable surface
+        # A lane of zero width everywhere is kept, as CARLA keeps it (it has waypoints on its
+        # centre line, which lies on its inner border): its chunks get the RoadMap's 1 cm floor.
         pts = xs.points(xs.centre_t(lane_id))
         width = xs.width[lane_id]
         if not fwd:

@@ -7,6 +7,7 @@ at the reference elevation (superelevation is not applied).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,10 +18,23 @@ from pictura.maps.opendrive.reader import LaneSection, Road
 DRIVABLE_TYPES = frozenset(
     {"driving", "bidirectional", "entry", "exit", "onRamp", "offRamp", "connectingRamp"}
 )
-"""Lane types a vehicle may drive on (``entry``..``connectingRamp`` are OpenDRIVE 1.4 driving subtypes)."""
+"""Lane types a vehicle may drive on (``entry``..``connectingRamp`` are OpenDRIVE 1.4 driving
+subtypes; ``bidirectional`` is driven both ways). CARLA's waypoints cover ``driving`` only
+(its ``LaneType.Driving`` bit); docs/opendrive.md compares the two."""
 
-NEGATIVE_WIDTH_TOLERANCE_M = 1e-3
-"""Cubic width fits may dip a hair below zero at a taper; anything below this is an error."""
+NEGATIVE_WIDTH_TOLERANCE_M = 0.05
+"""A lane's width cubic may dip below zero where the lane tapers out (fit overshoot, e.g.
+-0.006 m at the end of a road that CARLA loads): dips down to this are clamped to 0 with a
+`NegativeWidthWarning` naming road, lane and s; deeper ones are an error (a mis-authored
+width, not a taper). CARLA itself never checks widths."""
+
+
+WIDTH_NOISE_M = 1e-3
+"""Dips down to this are cubic-fit noise (Town07 has a sub-millimetre one): clamped without a warning."""
+
+
+class NegativeWidthWarning(UserWarning):
+    """A lane width cubic dipped below zero by at most `NEGATIVE_WIDTH_TOLERANCE_M`; clamped to 0."""
 
 
 @dataclass
@@ -79,13 +93,14 @@ def cross_sections(road: Road, k: int, path: object) -> CrossSections:
                     f"{path}: road {road.id}, <laneSection> at line {sec.line}: lane ids skip {sign * n} (found {lane_id})"
                 )
             w = cubic(s - s0, lane.width_s, lane.width_coef)
-            if w.min() < -NEGATIVE_WIDTH_TOLERANCE_M:
+            if w.min() < -WIDTH_NOISE_M:
                 at = float(s[np.argmin(w)])
-                raise ValueError(
-                    f"{path}: road {road.id}, <lane> at line {lane.line}: lane {lane_id} width "
-                    f"{w.min():.3f} m is negative at s={at:.2f}"
-                )
-            w = np.maximum(w, 0.0)  # only sub-millimetre fit noise reaches here (checked above)
+                where = (f"{path}: road {road.id}, <lane> at line {lane.line}: lane {lane_id} width "
+                         f"{w.min():.3f} m is negative at s={at:.2f}")
+                if w.min() < -NEGATIVE_WIDTH_TOLERANCE_M:
+                    raise ValueError(f"{where} (beyond the {NEGATIVE_WIDTH_TOLERANCE_M} m taper tolerance)")
+                warnings.warn(f"{where}: clamped to 0 (a taper's fit overshoot)", NegativeWidthWarning, stacklevel=2)
+            w = np.maximum(w, 0.0)
             width[lane_id] = w
             border[lane_id] = border[lane_id - sign] + sign * w
     return CrossSections(road, k, s, x, y, z, h, border, width)

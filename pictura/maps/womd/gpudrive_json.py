@@ -3,7 +3,7 @@
 Layout (what the reader relies on)::
 
     {"scenario_id": str, "name": str,
-     "objects": [{"id": int, "type": "vehicle"|"pedestrian"|"cyclist"|...,
+     "objects": [{"id": int (optional: the object's index), "type": "vehicle"|"pedestrian"|"cyclist"|...,
                   "position": [{"x","y","z"}] * T, "velocity": [{"x","y"}] * T,
                   "heading": [float] * T, "valid": [bool] * T,
                   "length", "width", "height": float, ...}],
@@ -12,7 +12,10 @@ Layout (what the reader relies on)::
      "tl_states": {"<lane id>": {"state": [str], "x", "y", "z": [float], "time_index": [int]}},
      "metadata": {"sdc_track_index": int, "tracks_to_predict": [{"track_index": int}], ...}}
 
-``-10000`` in a position marks an invalid sample, as does ``valid: false``. ``map_element_id``
+Accepted variants of older exports: objects without ``id`` (their index), points without ``z``
+when no point of the file has one (z = 0), ``tl_states`` absent, null or ``[]`` (no lights) and
+its entries without ``z``, ``metadata``, road ``id`` and ``map_element_id`` absent. A missing
+``height`` is refused (no unambiguous default). ``-10000`` in a position marks an invalid sample, as does ``valid: false``. ``map_element_id``
 uses the Waymax/GPUDrive ``MapElementIds`` numbering (lane types 0..3, road lines 5..13 = proto
 type + 5, road edges 14..16 = proto type + 14). The JSON drops WOMD's lane graph, its speed limits
 and the lanes a stop sign controls: the graph is rebuilt from coincident lane endpoints (exactly
@@ -65,23 +68,53 @@ ROAD_LINE_ID_OFFSET = 5
 ROAD_EDGE_ID_OFFSET = 14
 
 _OBJECT_ARRAYS = ("position", "velocity", "heading", "valid")
-_OBJECT_SCALARS = ("id", "type", "length", "width", "height")
+_OBJECT_SCALARS = ("type", "length", "width", "height")
 
 
-def _point_array(items: object, where: str, z: bool = True) -> np.ndarray:
-    """A list of {"x","y"[,"z"]} dicts -> (n, 3) or (n, 2) float64; ValueError naming ``where``."""
+class _ZUse:
+    """Which point lists carried ``z`` and which did not: a file must be all 3-D or all 2-D
+    (2-D exports, e.g. Nocturne's, put everything at z = 0; a mix would float one kind of
+    element above the other)."""
+
+    def __init__(self) -> None:
+        self.with_z: str | None = None
+        self.without_z: str | None = None
+
+    def note(self, has_z: bool, where: str) -> None:
+        if has_z:
+            self.with_z = self.with_z or where
+        else:
+            self.without_z = self.without_z or where
+        if self.with_z and self.without_z:
+            raise ValueError(
+                f"{self.without_z}: points without 'z' in a file whose other points have it ({self.with_z})"
+            )
+
+
+def _point_array(items: object, where: str, z: bool = True, z_use: _ZUse | None = None) -> np.ndarray:
+    """A list of {"x","y"[,"z"]} dicts -> (n, 3) or (n, 2) float64; ValueError naming ``where``.
+
+    With ``z``, a list whose points all lack "z" gives z = 0 (noted in ``z_use``)."""
     if not isinstance(items, list):
         raise ValueError(f"{where}: expected a list of points, got {type(items).__name__}")
-    keys = ("x", "y", "z") if z else ("x", "y")
+    has_z = z and bool(items) and isinstance(items[0], dict) and "z" in items[0]
+    keys = ("x", "y", "z") if has_z else ("x", "y")
     try:
-        return np.array([[float(p[k]) for k in keys] for p in items], np.float64).reshape(
-            len(items), len(keys)
-        )
+        xy = np.array([[float(p[k]) for k in keys] for p in items], np.float64).reshape(len(items), len(keys))
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{where}: every point needs numeric {', '.join(keys)} ({exc!r})") from exc
+    if z and not has_z:
+        if any(isinstance(p, dict) and "z" in p for p in items):
+            raise ValueError(f"{where}: some points have 'z' and some do not")
+        if z_use is not None and items:
+            z_use.note(False, where)
+        return np.concatenate([xy, np.zeros((len(items), 1))], axis=1)
+    if z_use is not None and has_z:
+        z_use.note(True, where)
+    return xy
 
 
-def _read_objects(objects: list, where: str) -> dict[str, np.ndarray]:
+def _read_objects(objects: list, where: str, z_use: _ZUse) -> dict[str, np.ndarray]:
     n = len(objects)
     steps = None
     out = {
@@ -100,7 +133,9 @@ def _read_objects(objects: list, where: str) -> dict[str, np.ndarray]:
         missing = [k for k in _OBJECT_ARRAYS + _OBJECT_SCALARS if k not in obj]
         if missing:
             raise ValueError(f"{here}: missing {missing}")
-        here = f"{here} (id {obj['id']})"
+        # Older exports (Nocturne's) carry no ids: the object's index is stable within the file.
+        object_id = obj.get("id", i)
+        here = f"{here} (id {object_id})"
         lengths = {k: len(obj[k]) if isinstance(obj[k], list) else None for k in _OBJECT_ARRAYS}
         if None in lengths.values():
             raise ValueError(f"{here}: {[k for k, v in lengths.items() if v is None]} must be lists")
@@ -115,7 +150,7 @@ def _read_objects(objects: list, where: str) -> dict[str, np.ndarray]:
             out["valid"] = np.zeros((n, t), bool)
         elif t != steps:
             raise ValueError(f"{here}: {t} steps, objects[0] has {steps}")
-        pos = _point_array(obj["position"], f"{here}: position")
+        pos = _point_array(obj["position"], f"{here}: position", z_use=z_use)
         vel = _point_array(obj["velocity"], f"{here}: velocity", z=False)
         try:
             heading = np.array(obj["heading"], np.float64).reshape(t)
@@ -127,7 +162,10 @@ def _read_objects(objects: list, where: str) -> dict[str, np.ndarray]:
             ) from exc
         # A sample counts only if flagged valid and not carrying GPUDrive's -10000 marker.
         valid = flags & np.all(pos[:, :2] != INVALID_VALUE, axis=1)
-        out["id"][i] = int(obj["id"])
+        try:
+            out["id"][i] = int(object_id)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{here}: 'id' must be an integer ({exc})") from exc
         out["type"][i] = OBJECT_TYPE_TO_AGENT.get(obj["type"], -1)
         out["position"][i][valid] = pos[valid]
         out["heading"][i][valid] = heading[valid]
@@ -143,7 +181,7 @@ def _read_objects(objects: list, where: str) -> dict[str, np.ndarray]:
     return out
 
 
-def _read_roads(roads: list, where: str) -> MapFeatures:
+def _read_roads(roads: list, where: str, z_use: _ZUse) -> MapFeatures:
     out = MapFeatures()
     for i, road in enumerate(roads):
         here = f"{where}: roads[{i}]"
@@ -155,7 +193,7 @@ def _read_roads(roads: list, where: str) -> MapFeatures:
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{here}: 'id' and 'map_element_id' must be integers ({exc})") from exc
         here = f"{here} (id {rid}, {road['type']})"
-        pts = _point_array(road["geometry"], f"{here}: geometry")
+        pts = _point_array(road["geometry"], f"{here}: geometry", z_use=z_use)
         if len(pts) == 0:
             raise ValueError(f"{here}: empty geometry")
         kind = road["type"]
@@ -186,15 +224,23 @@ def _read_roads(roads: list, where: str) -> MapFeatures:
 
 
 def _read_signals(tl_states: dict, steps: int, where: str) -> SignalLog:
+    if tl_states is None or tl_states == []:  # no lights logged: absent, null or an empty list
+        tl_states = {}
     if not isinstance(tl_states, dict):
         raise ValueError(f"{where}: tl_states must be an object keyed by lane id")
     lane_ids, stop_points = [], []
     states = np.full((steps, len(tl_states)), LIGHT_OFF, np.int32)
     for col, (key, tl) in enumerate(tl_states.items()):
         here = f"{where}: tl_states[{key!r}]"
-        need = ("state", "x", "y", "z", "time_index")
+        need = ("state", "x", "y", "time_index")
         if not isinstance(tl, dict) or any(k not in tl for k in need):
-            raise ValueError(f"{here}: needs {list(need)}")
+            raise ValueError(f"{here}: needs {list(need)} (and 'z' unless the file is 2-D)")
+        if "z" in tl:
+            need += ("z",)
+        try:
+            int(key)
+        except ValueError:
+            raise ValueError(f"{here}: the key must be a lane id (an integer)") from None
         lengths = {k: len(tl[k]) for k in need}
         if len(set(lengths.values())) != 1 or lengths["state"] == 0:
             raise ValueError(f"{here}: arrays of inconsistent or zero length {lengths}")
@@ -205,7 +251,7 @@ def _read_signals(tl_states: dict, steps: int, where: str) -> SignalLog:
                 raise ValueError(f"{here}: time_index {t} outside 0..{steps - 1}")
             states[int(t), col] = SIGNAL_STATE_TO_LIGHT[SIGNAL_NAME_TO_STATE[name]]
         lane_ids.append(int(key))
-        stop_points.append([float(tl["x"][0]), float(tl["y"][0]), float(tl["z"][0])])
+        stop_points.append([float(tl["x"][0]), float(tl["y"][0]), float(tl["z"][0]) if "z" in tl else 0.0])
     return SignalLog(lane_ids, np.array(stop_points, np.float64).reshape(-1, 3), states)
 
 
@@ -227,11 +273,12 @@ def read_gpudrive_json(path: str | Path) -> Scenario:
         if not isinstance(doc[key], list):
             raise ValueError(f"{path}: {key!r} must be a list")
     where = str(path)
-    tracks = _read_objects(doc["objects"], where)
+    z_use = _ZUse()
+    tracks = _read_objects(doc["objects"], where, z_use)
     steps = tracks["valid"].shape[1]
-    features = _read_roads(doc["roads"], where)
+    features = _read_roads(doc["roads"], where, z_use)
     infer_lane_graph(features.lanes)
-    signals = _read_signals(doc.get("tl_states", {}), steps, where)
+    signals = _read_signals(doc.get("tl_states"), steps, where)
     lane_ids = {lane.id for lane in features.lanes}
     unknown = [i for i in signals.lane_ids if i not in lane_ids]
     if unknown:

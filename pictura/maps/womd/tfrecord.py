@@ -109,3 +109,14 @@ def read_tfrecord(path: str | Path) -> list[bytes]:
         records.append(data)
         pos = end + 4
     return records
+
+
+def tfrecord_frame(data: bytes) -> bytes:
+    """One TFRecord frame (length, its masked CRC, data, the data's masked CRC)."""
+    header = struct.pack("<Q", len(data))
+    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
+
+
+def write_tfrecord(path: str | Path, records: list[bytes]) -> None:
+    """Write ``records`` as a TFRecord file (used to build synthetic shards for tests and benchmarks)."""
+    Path(path).write_bytes(b"".join(tfrecord_frame(r) for r in records))
