@@ -79,10 +79,10 @@ class DrivingEnv(EnvBase):
             ``k, k + len(maps), ...``.
         rig: camera rig (default: the paper's four-camera rig at 96x54).
         render_coverage: box-edge coverage of the renderer (`pictura.render.Renderer`'s
-            ``coverage``): "silhouette" (default: edges within 0.02 of the exact area, slivers
-            and roofs along the horizon included), "exact" (~5 % faster renders, not on slivers
-            nor roofs along the horizon) or "ramp" (faster still, coarser box edges:
-            docs/renderer.md, "Coverage modes").
+            ``coverage``): "silhouette" (default: the exact area on every box edge pixel,
+            corners, slivers and roofs along the horizon included), "exact" (faster renders,
+            not exact on slivers nor roofs along the horizon) or "ramp" (faster still, coarser
+            box edges: docs/renderer.md, "Coverage modes").
         sim: simulator settings (`pictura.sim.SimConfig`); its ``agents_per_world`` is replaced
             by the argument above so there is one place to set it.
         observation: None for the perspective observation (camera pixels + ego state, the
