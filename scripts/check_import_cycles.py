@@ -53,8 +53,6 @@ def _known(name: str, graph: str, *modules: str) -> KnownCycle:
 
 # Cycles to break (issue 48, "No import circles"); empty this list as they go.
 KNOWN_CYCLES: tuple[KnownCycle, ...] = (
-    _known("sim.model <-> sim.lanes, sim.state", WITH_DEFERRED, "sim.model", "sim.lanes", "sim.state"),
-    _known("envs.replay <-> eval.protocols", WITH_DEFERRED, "envs.replay", "eval.protocols"),
     _known(
         "modules -> callbacks -> eval -> modules",
         WITH_DEFERRED,

@@ -1,6 +1,6 @@
 """`ReplayDrivingEnv`: `DrivingEnv` over logged scenes (the zero-shot WOMD protocol).
 
-One world per scene. The paper's selection (`pictura.eval.protocols.womd_selection`) picks
+One world per scene. The paper's selection (`pictura.maps.womd.selection.womd_selection`) picks
 the controlled vehicles (valid at t = 0, final logged position > 2 m from the start) and thins
 the road users to ``density``; every other kept road user replays its log
 (`pictura.sim.replay`). Step, reset, rendering and observations are `DrivingEnv`'s: replayed
@@ -19,9 +19,9 @@ from torchrl.envs import EnvBase
 
 from pictura.envs.driving import DrivingEnv
 from pictura.envs.observations import VectorizedObservationConfig
-from pictura.eval.protocols import WOMD_STEPS, womd_selection
 from pictura.maps import Scenario
 from pictura.maps.womd.index import load_scene
+from pictura.maps.womd.selection import WOMD_STEPS, womd_selection
 from pictura.render import CameraRig
 from pictura.sim import SimConfig
 from pictura.sim.replay import ReplayLog

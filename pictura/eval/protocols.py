@@ -14,21 +14,25 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import warp as wp
 from tensordict import TensorDictBase
 
+from pictura.envs.replay import ReplayDrivingEnv
 from pictura.eval.metrics import ALL_COUNTERS, COUNTERS, EpisodeMetrics, collision_at_fault, collision_partner
 from pictura.maps import CARLA_TOWNS, Scenario, data_root
-from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE
+from pictura.maps.roadmap import AGENT_VEHICLE
 from pictura.maps.womd.index import BadScene, SceneReader, SceneRef, WomdIndex, index_womd, read_scenes
 from pictura.maps.womd.index import load_scene as load_womd_scene
+from pictura.maps.womd.selection import (
+    WOMD_STEPS,
+    WomdSelection,
+    womd_selection,
+)
 from pictura.sim import EVENTS, SimConfig
 
 PROTOCOLS = ("in-domain", "womd")
@@ -36,11 +40,8 @@ IN_DOMAIN_DENSITIES = (60, 120, 150)
 """Agents per world (App. C.2)."""
 WOMD_DENSITIES = (1.0, 0.75, 0.5)
 """Fraction of logged road users kept (App. C.2)."""
-WOMD_STEPS = 600
 READ_AHEAD_BATCHES = 2
 """`run_womd` with a `SceneReader`: batches read ahead of the one rolling out."""
-WOMD_MIN_DISPLACEMENT_M = 2.0
-"""A vehicle is controlled when its final logged position is more than this from its start."""
 
 Policy = Callable[[TensorDictBase], torch.Tensor]
 """``policy(observation) -> action (S,) int64`` (argmax for checkpoints)."""
@@ -339,54 +340,6 @@ def rollout_scenarios(
 
 
 # ---- zero-shot WOMD --------------------------------------------------------------------------
-@dataclass
-class WomdSelection:
-    """Which logged tracks of one scene take part at one density.
-
-    ``present`` (N,) bool: road users kept after thinning (controlled or replayed);
-    ``controlled`` (N,) bool: vehicles the policy drives (a subset of ``present``);
-    ``goal`` (N, 3) m: each track's final logged position (the controlled vehicles' goal).
-    """
-
-    scenario_id: str
-    density: float
-    present: np.ndarray
-    controlled: np.ndarray
-    goal: np.ndarray
-
-
-def womd_controllable(scenario: Scenario, min_displacement_m: float = WOMD_MIN_DISPLACEMENT_M) -> np.ndarray:
-    """(N,) bool: vehicles valid at t=0 whose final logged position is > ``min_displacement_m``
-    from their start (REFERENCE.md "Evaluation definitions")."""
-    valid0 = scenario.track_valid[:, 0] if scenario.track_valid.shape[1] else np.zeros(len(scenario.track_id), bool)
-    goal = scenario.goal_position
-    start = scenario.track_position[:, 0, :]
-    with np.errstate(invalid="ignore"):
-        moved = np.linalg.norm((goal - start)[:, :2], axis=1) > min_displacement_m
-    return (scenario.track_type == AGENT_VEHICLE) & valid0 & np.nan_to_num(moved, nan=0).astype(bool)
-
-
-def womd_selection(scenario: Scenario, density: float, seed: int = 0) -> WomdSelection:
-    """Thin the scene's road users to ``density`` (fraction kept, seeded) and pick the
-    controlled vehicles among the kept ones.
-
-    Road users are the vehicle, pedestrian and cyclist tracks valid at some step;
-    ``round(density * n)`` of them are kept, uniformly without replacement by a NumPy RNG
-    seeded with (``seed``, the scenario id), so a scene thins the same way every run.
-    """
-    if not 0.0 < density <= 1.0:
-        raise ValueError(f"density must be a fraction in (0, 1], got {density}")
-    kinds = np.isin(scenario.track_type, (AGENT_VEHICLE, AGENT_PEDESTRIAN, AGENT_CYCLIST))
-    users = np.flatnonzero(kinds & scenario.track_valid.any(axis=1))
-    keep_n = int(round(density * len(users)))
-    rng = np.random.default_rng([int(seed), zlib.crc32(scenario.scenario_id.encode())])
-    kept = rng.choice(users, size=keep_n, replace=False) if keep_n < len(users) else users
-    present = np.zeros(len(scenario.track_id), bool)
-    present[kept] = True
-    controlled = present & womd_controllable(scenario)
-    return WomdSelection(scenario.scenario_id, float(density), present, controlled, scenario.goal_position)
-
-
 def womd_sources(data: str | Path, use_cache: bool = True) -> WomdIndex:
     """Every WOMD scene named by ``data`` (a folder searched recursively, one file, or a glob;
     see `pictura.maps.womd.index`): ``.scenes`` as `SceneRef` in file and record order, read
@@ -472,8 +425,6 @@ def replay_env_builder(**fixed) -> ReplayEnvBuilder:
     (e.g. ``rig``, ``observation``, ``validate_actions``) added to the protocol's."""
 
     def build(**kwargs):
-        from pictura.envs.replay import ReplayDrivingEnv  # the env imports this module
-
         return ReplayDrivingEnv(**fixed, **kwargs)
 
     return build

@@ -34,7 +34,7 @@ import torch
 import warp as wp
 
 from pictura.eval.metrics import mean_standard_error
-from pictura.sim.model import SLOT_REPLAYED, SLOT_SELF_PLAY
+from pictura.sim.model_data import SLOT_REPLAYED, SLOT_SELF_PLAY
 from pictura.sim.snapshot import (
     BOX_HEADING,
     BOX_HEIGHT,

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from pictura.maps.roadmap import RoadMap, Scenario
-from pictura.maps.womd.index import womd_file_kind
+from pictura.maps.womd.tfrecord import womd_file_kind
 
 CARLA_TOWNS = ("Town01", "Town02", "Town03", "Town04", "Town05", "Town06", "Town07", "Town10HD")
 

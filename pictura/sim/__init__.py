@@ -6,6 +6,7 @@ reset(model, state_in, seed=0)
 step(model, state_in, control, state_out); state_in, state_out = state_out, state_in
 """
 
+from pictura.sim.builder import build_model
 from pictura.sim.config import CONDITIONING_TABLE, Coefficient, SimConfig
 from pictura.sim.features import (
     CONDITIONING_WIDTH,
@@ -18,7 +19,7 @@ from pictura.sim.features import (
     NUM_REWARD_TERMS,
     REWARD_TERMS,
 )
-from pictura.sim.model import Model, build_model
+from pictura.sim.model import Model
 from pictura.sim.state import Control, State
 from pictura.sim.step import reset, slot_utilisation, step
 

@@ -21,7 +21,7 @@ from pictura.sim.geometry import (
     xy,
 )
 from pictura.sim.lanes import ASSOCIATION_WIDTHS, grid_cell_range
-from pictura.sim.model import ModelData
+from pictura.sim.model_data import ModelData
 from pictura.sim.state import StateData
 
 RED_LIGHT_RADIUS_M = 10.0

@@ -18,7 +18,7 @@ import warp as wp
 
 from pictura.maps.roadmap import AGENT_PEDESTRIAN
 from pictura.sim.lanes import GOAL_WALK_TRIES, goal_walk, lane_station
-from pictura.sim.model import ModelData
+from pictura.sim.model_data import ModelData
 from pictura.sim.paths import sample_path_goals
 from pictura.sim.state import StateData
 

@@ -46,7 +46,7 @@ from pictura.sim.features import (
 from pictura.sim.geometry import boxes_overlap, rng_key, swept_boxes_overlap, wrap_angle
 from pictura.sim.goals import goal_set_try, request_goal_set, take_goal_set
 from pictura.sim.lanes import GOAL_WALK_TRIES, associate_lane, lane_speed_limit
-from pictura.sim.model import SLOT_CONTROLLED, SLOT_REPLAYED, ModelData
+from pictura.sim.model_data import SLOT_CONTROLLED, SLOT_REPLAYED, ModelData
 from pictura.sim.replay import follow_log, restore_logged_world
 from pictura.sim.rewards import write_rewards
 from pictura.sim.snapshot import BOX_INVALID

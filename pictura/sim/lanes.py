@@ -8,7 +8,7 @@ import warp as wp
 
 from pictura.sim.geometry import Z_TOLERANCE_M, point_segment_distance, wrap_angle, xy
 from pictura.sim.grid import clamped_cells
-from pictura.sim.model import ModelData
+from pictura.sim.model_data import ModelData
 
 ASSOCIATION_WIDTHS = 3.0
 """A lane is a candidate when the agent is within this many lane widths of its centreline."""

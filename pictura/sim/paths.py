@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from pictura.sim.model import ModelData
+from pictura.sim.model_data import ModelData
 
 WALK_MAX_SEGMENTS = 64
 """Segments visited at most per waypoint (bounds the loop on tiny or degenerate polylines)."""

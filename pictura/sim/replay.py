@@ -1,7 +1,7 @@
 """Log replay: logged road users in the simulator (the zero-shot WOMD protocol).
 
 A replay model (``build_model(..., replay=ReplayLog)``) gives every slot a mode (`SLOT_*` in
-`pictura.sim.model`):
+`pictura.sim.model_data`):
 
 - controlled: starts at its track's logged pose of step 0 with its logged speed and size, the
   policy drives it, its single goal is the track's final logged position (radius
@@ -15,7 +15,7 @@ A replay model (``build_model(..., replay=ReplayLog)``) gives every slot a mode 
 A world reset (``reset``, or the episode cap ``SimConfig.episode_length``) restores the logged
 state of step 0; there is no early reset, no spawning, and every traffic light is off (logged
 light states stay in the `Scenario`). Which tracks are controlled or kept is the caller's
-choice (`pictura.eval.protocols.womd_selection` implements the paper's rule).
+choice (`pictura.maps.womd.selection.womd_selection` implements the paper's rule).
 """
 
 # ruff: noqa: UP018 -- Warp declares a mutable dynamic variable as int(0) / float(0.0) / bool(...)
@@ -31,7 +31,7 @@ import warp as wp
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE, Scenario
 from pictura.sim.features import COND_TYPE, NUM_COEFFICIENTS
 from pictura.sim.geometry import rng_key
-from pictura.sim.model import SLOT_CONTROLLED, SLOT_EMPTY, SLOT_REPLAYED, SLOT_SELF_PLAY, ModelData
+from pictura.sim.model_data import SLOT_CONTROLLED, SLOT_EMPTY, SLOT_REPLAYED, SLOT_SELF_PLAY, ModelData
 from pictura.sim.spawn import ATTEMPT_STRIDE, PURPOSE_AGENTS, clear_slot, sample_coefficient
 from pictura.sim.state import StateData
 from pictura.sim.traffic import JUNCTION_OFF

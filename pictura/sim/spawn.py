@@ -56,7 +56,7 @@ from pictura.sim.features import (
 from pictura.sim.geometry import Z_TOLERANCE_M, box_hits_segment, boxes_overlap, rng_key, xy
 from pictura.sim.goals import NO_GOAL_REQUEST, request_goal_set
 from pictura.sim.lanes import GOAL_WALK_TRIES, grid_cell_range, lane_speed_limit
-from pictura.sim.model import ModelData
+from pictura.sim.model_data import ModelData
 from pictura.sim.snapshot import BOX_INVALID
 from pictura.sim.state import StateData
 from pictura.sim.traffic import JUNCTION_ALWAYS_GREEN, JUNCTION_CYCLING, JUNCTION_OFF, light_phase

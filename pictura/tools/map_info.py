@@ -18,7 +18,8 @@ import numpy as np
 from pictura.maps import load_road_map
 from pictura.maps.geojson import map_statistics, road_map_to_geojson
 from pictura.maps.roadmap import MARKING_CENTRE_LINE, RoadMap, polyline_segments
-from pictura.maps.womd.index import read_scene, scan_tfrecord, womd_file_kind
+from pictura.maps.womd.index import read_scene, scan_tfrecord
+from pictura.maps.womd.tfrecord import womd_file_kind
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pictura.eval.protocols import womd_controllable, womd_scenes, womd_selection, womd_sources
+from pictura.eval.protocols import womd_scenes, womd_sources
 from pictura.maps import load
+from pictura.maps.womd.selection import womd_controllable, womd_selection
 from tests.data import data_path
 
 

@@ -46,8 +46,8 @@ def folder(tmp_path_factory) -> Path:
 
 def _scene_episodes(folder: Path) -> dict[str, int]:
     """Controlled vehicles per good scene, from the raw JSON (plain loop) and the shard's record."""
-    from pictura.eval.protocols import womd_controllable
     from pictura.maps import load
+    from pictura.maps.womd.selection import womd_controllable
 
     shard_scene = load(str(_womd_dir() / "tfrecord" / "motion_data_one_scenario.tfrecord"))
     out = {f"shard-{i}": int(womd_controllable(shard_scene).sum()) for i in range(3)}

@@ -10,8 +10,8 @@ import pytest
 from pictura.maps import load
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE
 from pictura.sim import CONDITIONING_TABLE, REWARD_TERMS, SimConfig, reset, step
+from pictura.sim.builder import pedestrian_paths
 from pictura.sim.features import COND_ACC, COND_DELTA_GOAL, COND_STEER, COND_THROTTLE, COND_TYPE
-from pictura.sim.model import pedestrian_paths
 from pictura.sim.snapshot import WorldLayout
 
 from .conftest import (

@@ -12,7 +12,7 @@ from pictura.maps import load
 from pictura.sim import EVENTS, REWARD_TERMS, reset, step
 from pictura.sim.features import COND_DELTA_GOAL, COND_V_GOAL
 from pictura.sim.lanes import walk_lanes
-from pictura.sim.model import ModelData
+from pictura.sim.model_data import ModelData
 
 from .conftest import DEVICE, loop_map, make_world, set_slots, vehicle_config, without_edges
 

@@ -18,16 +18,14 @@ import glob
 import hashlib
 import json
 import os
-import re
 import struct
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pictura.maps.womd import protobuf as pb
-from pictura.maps.womd.tfrecord import masked_crc32c
+from pictura.maps.womd.tfrecord import masked_crc32c, womd_file_kind
 
-TFRECORD_NAME = re.compile(r"\.tfrecord(-\d+-of-\d+)?$")
 """``x.tfrecord`` and Waymo's shard names ``validation.tfrecord-00000-of-00150`` (also
 ``training``, ``testing``, ``training_20s``, ...)."""
 INDEX_VERSION = "womd-index-2"
@@ -61,26 +59,6 @@ class BadScene:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def womd_file_kind(path: str | Path, sniff: bool = False) -> str | None:
-    """``"tfrecord"`` or ``"json"`` by file name (``*.tfrecord``, ``*.tfrecord-NNNNN-of-NNNNN``,
-    ``*.json``). Other names give None, unless ``sniff``: then a file whose first 12 bytes are
-    a TFRecord header with a matching length CRC (a 1 in 2**32 accident) is a TFRecord."""
-    name = Path(path).name
-    if TFRECORD_NAME.search(name):
-        return "tfrecord"
-    if name.endswith(".json"):
-        return "json"
-    if sniff:
-        try:
-            with open(path, "rb") as f:
-                header = f.read(12)
-        except OSError:
-            return None
-        if len(header) == 12 and masked_crc32c(header[:8]) == struct.unpack("<I", header[8:])[0]:
-            return "tfrecord"
-    return None
 
 
 def womd_files(data: str | Path) -> list[Path]:

@@ -13,6 +13,7 @@ CRC-32C is the Castagnoli polynomial (reflected 0x82F63B78); TFRecord stores it 
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 
@@ -120,3 +121,27 @@ def tfrecord_frame(data: bytes) -> bytes:
 def write_tfrecord(path: str | Path, records: list[bytes]) -> None:
     """Write ``records`` as a TFRecord file (used to build synthetic shards for tests and benchmarks)."""
     Path(path).write_bytes(b"".join(tfrecord_frame(r) for r in records))
+
+
+TFRECORD_NAME = re.compile(r"\.tfrecord(-\d+-of-\d+)?$")
+"""Waymo's file names: ``*.tfrecord`` and sharded ``*.tfrecord-NNNNN-of-NNNNN``."""
+
+
+def womd_file_kind(path: str | Path, sniff: bool = False) -> str | None:
+    """``"tfrecord"`` or ``"json"`` by file name (``*.tfrecord``, ``*.tfrecord-NNNNN-of-NNNNN``,
+    ``*.json``). Other names give None, unless ``sniff``: then a file whose first 12 bytes are
+    a TFRecord header with a matching length CRC (a 1 in 2**32 accident) is a TFRecord."""
+    name = Path(path).name
+    if TFRECORD_NAME.search(name):
+        return "tfrecord"
+    if name.endswith(".json"):
+        return "json"
+    if sniff:
+        try:
+            with open(path, "rb") as f:
+                header = f.read(12)
+        except OSError:
+            return None
+        if len(header) == 12 and masked_crc32c(header[:8]) == struct.unpack("<I", header[8:])[0]:
+            return "tfrecord"
+    return None
