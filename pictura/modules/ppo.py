@@ -397,6 +397,10 @@ class PPO(LightningModule):
             object.__setattr__(self, "_compiled_policy", torch.compile(self.policy))
         # PPO consumes each step's pixels before the next step: no per-step copy of the views.
         self.env.share_pixel_buffer = True
+        # PPO steps on from td["next"] and bootstraps truncations from `final_record` in one
+        # batch per rollout, so the env's next observation is the new episode's first one
+        # (TorchRL's contract would render every reset slot's last views once more per step).
+        self.env.next_observation = "reset"
         if device.type == "cuda":
             # cuDNN's fused attention failed its backward under bf16 autocast on an H200 at
             # 16,384-sample chunks (mha_graph.execute ... is_good()).

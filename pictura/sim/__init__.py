@@ -20,7 +20,7 @@ from pictura.sim.features import (
 )
 from pictura.sim.model import Model, build_model
 from pictura.sim.state import Control, State
-from pictura.sim.step import reset, slot_utilisation, step
+from pictura.sim.step import reset, reset_worlds, slot_utilisation, step
 
 __all__ = [
     "CONDITIONING_TABLE",
@@ -40,6 +40,7 @@ __all__ = [
     "State",
     "build_model",
     "reset",
+    "reset_worlds",
     "slot_utilisation",
     "step",
 ]
