@@ -16,6 +16,7 @@ import warnings
 import jsonargparse._parameter_resolvers as _resolvers
 from lightning.pytorch.cli import LightningCLI
 
+from pictura.callbacks.preemption import PreemptionCheckpoint
 from pictura.modules.ppo import PPO
 
 
@@ -55,7 +56,26 @@ def _differences(asked, used, prefix: str = "model") -> list[str]:
 
 
 class PicturaCLI(LightningCLI):
-    """LightningCLI with Pictura's defaults (no datamodule: PPO makes its own data)."""
+    """LightningCLI with Pictura's defaults (no datamodule: PPO makes its own data; a
+    `PreemptionCheckpoint` in every run whose config has none)."""
+
+    preemption: PreemptionCheckpoint | None = None
+
+    def _instantiate_trainer(self, config: dict, callbacks: list):
+        listed = [c for c in (config.get("callbacks") or []) + callbacks if isinstance(c, PreemptionCheckpoint)]
+        if not listed:
+            callbacks = [*callbacks, PreemptionCheckpoint()]
+            listed = callbacks[-1:]
+        self.preemption = listed[0]
+        return super()._instantiate_trainer(config, callbacks)
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        """Run it; after a signal that stopped training (and saved its checkpoint), exit with
+        128 + the signal number, as a shell reports a process the signal ended."""
+        super()._run_subcommand(subcommand)
+        received = self.preemption.received if self.preemption is not None else None
+        if received is not None:
+            raise SystemExit(128 + int(received))
 
     def _parse_ckpt_path(self) -> None:
         """Lightning replaces the model config with the one saved in ``--ckpt_path``, silently

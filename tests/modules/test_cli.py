@@ -1,7 +1,10 @@
 """The LightningCLI entry point end to end on CPU, with the FakeDrivingEnv."""
 
 import glob
+import json
 import os
+import signal
+from pathlib import Path
 
 import pytest
 import torch
@@ -215,15 +218,23 @@ def _fit(config, version: str, callback: _IterationScalars, ckpt_path=None, extr
     cli.trainer.fit(cli.model, ckpt_path=ckpt_path)
 
 
-def test_resume_reproduces_the_uninterrupted_next_iteration(first_run):
-    """Stop after iteration 2 of 3 and resume: iteration 3's losses, rewards and filter
-    statistics equal the uninterrupted run's bit for bit (same worlds mid-episode, same random
-    numbers). Without the saved env and RNG state they do not."""
+@pytest.fixture(scope="module")
+def straight(first_run) -> tuple[_IterationScalars, Path]:
+    """An uninterrupted 3-iteration run's scalars, and its checkpoint after iteration 2."""
     root, config, _ = first_run
     mid = root / "iteration2.ckpt"
     straight = _IterationScalars(save_at=2, path=mid)
     _fit(config, "straight", straight)
     assert sorted(straight.seen) == [1, 2, 3]
+    return straight, mid
+
+
+def test_resume_reproduces_the_uninterrupted_next_iteration(first_run, straight):
+    """Stop after iteration 2 of 3 and resume: iteration 3's losses, rewards and filter
+    statistics equal the uninterrupted run's bit for bit (same worlds mid-episode, same random
+    numbers). Without the saved env and RNG state they do not."""
+    root, config, _ = first_run
+    straight, mid = straight
 
     resumed = _IterationScalars()
     _fit(config, "resumed", resumed, ckpt_path=mid)
@@ -274,3 +285,40 @@ def test_value_normalization_trains_logs_and_refuses_a_checkpoint_without_it(fir
             "--model.init_args.max_iterations=2", "--trainer.logger.init_args.version=vn2",
             f"--ckpt_path={root / 'tiny' / 'v0' / 'checkpoints' / 'last.ckpt'}",
         ])
+
+
+def _fit_until_signal(config, version: str, signum: int, at: int, ckpt_path=None) -> tuple[int, dict]:
+    """A 3-iteration fit through the whole CLI, sent the real signal ``signum`` as iteration
+    ``at`` starts (`SignalAt`); returns the exit code and the iterations' scalars."""
+    record = config.parent / f"{version}.json"
+    probe = {"class_path": "tests.modules.signal_probe.SignalAt",
+             "init_args": {"record": str(record), "at": at, "signum": int(signum)}}
+    args = ["fit", "-c", str(config), "--model.init_args.max_iterations=3",
+            f"--trainer.logger.init_args.version={version}", f"--trainer.callbacks+={json.dumps(probe)}"]
+    code = 0
+    try:
+        run_lightning_cli(args + ([f"--ckpt_path={ckpt_path}"] if ckpt_path else []))
+    except SystemExit as exit_:
+        code = exit_.code
+    return code, {int(k): v for k, v in json.loads(record.read_text()).items()}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_saves_a_checkpoint_that_resumes_exactly(first_run, straight, signum):
+    """Ctrl-C during iteration 2 (SIGTERM: 1): it finishes, ``last.ckpt`` is written, the
+    command exits with 128 + the signal number; resumed from that file, iteration 3 equals the
+    uninterrupted run's bit for bit."""
+    root, config, _ = first_run
+    straight, _ = straight
+    name = signal.Signals(signum).name
+    at = 2 if signum == signal.SIGINT else 1
+    code, stopped = _fit_until_signal(config, f"{name}_stopped", signum, at=at)
+    assert code == 128 + signum
+    assert sorted(stopped) == list(range(1, at + 1))  # the iteration in flight finished, then the run stopped
+    assert signal.getsignal(signum) in (signal.default_int_handler, signal.SIG_DFL)  # handlers restored
+    ckpt = root / "tiny" / f"{name}_stopped" / "checkpoints" / "last.ckpt"
+    assert int(torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]["iteration"]) == at
+    if signum == signal.SIGINT:  # (one resume: both signals save through the same code)
+        code, resumed = _fit_until_signal(config, f"{name}_resumed", 0, at=0, ckpt_path=ckpt)
+        assert code == 0 and sorted(resumed) == [3]
+        assert resumed[3] == straight.seen[3]
