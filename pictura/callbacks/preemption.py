@@ -50,6 +50,7 @@ class PreemptionCheckpoint(Callback):
         self.saved: str | None = None
         self._last_save = time.monotonic()
         self._fitting = False
+        self.started = False  # whether the training loop began (its first iteration)
 
     # ---- signals -----------------------------------------------------------------------------
     def _signals(self, trainer: Trainer) -> list[int]:
@@ -81,6 +82,7 @@ class PreemptionCheckpoint(Callback):
         # After Lightning installed its own handlers (`Trainer._run`), which it puts back to
         # what they were before fit when fit ends: ours replace them for the training loop.
         self._last_save = time.monotonic()
+        self.started = True
         if threading.current_thread() is not threading.main_thread():
             return
         self._fitting = True

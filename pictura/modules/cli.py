@@ -10,6 +10,8 @@ interpolation, resolved after every config file and override is merged ("omegaco
 from __future__ import annotations
 
 import inspect
+import os
+import shutil
 import sys
 import warnings
 
@@ -71,13 +73,29 @@ class PicturaCLI(LightningCLI):
 
     def _run_subcommand(self, subcommand: str) -> None:
         """Run it; after a signal that stopped training (and saved its checkpoint), exit with
-        128 + the signal number, as a shell reports a process the signal ended."""
-        super()._run_subcommand(subcommand)
+        128 + the signal number, as a shell reports a process the signal ended. A ``fit``
+        that fails before its first iteration (a setup error) leaves no run folder behind."""
+        logger = self.trainer.logger if subcommand == "fit" else None
+        log_dir = getattr(logger, "log_dir", None)
+        existed = log_dir is None or os.path.exists(log_dir)
+        try:
+            super()._run_subcommand(subcommand)
+        except BaseException:
+            if not existed and not (self.preemption is not None and self.preemption.started):
+                shutil.rmtree(log_dir, ignore_errors=True)
+            raise
         received = self.preemption.received if self.preemption is not None else None
         if received is not None:
             raise SystemExit(128 + int(received))
 
     def _parse_ckpt_path(self) -> None:
+        sub = self.config.get("subcommand")
+        path = self.config[sub].get("ckpt_path") if sub else None
+        if path:
+            check_checkpoint(path)
+        self._parse_ckpt_path_keeping_the_command_model()
+
+    def _parse_ckpt_path_keeping_the_command_model(self) -> None:
         """Lightning replaces the model config with the one saved in ``--ckpt_path``, silently
         dropping this command's model settings (a longer ``max_iterations`` to continue a run
         would be lost). Here the command's settings win and the differences are printed; a
@@ -99,6 +117,26 @@ class PicturaCLI(LightningCLI):
             )
 
 
+def check_checkpoint(path: str) -> None:
+    """``ValueError`` naming ``path`` unless it is a Lightning checkpoint that torch can read
+    (a missing file, random bytes, a foreign pickle, a plain ``state_dict``)."""
+    import pickle
+
+    import torch
+
+    if not os.path.isfile(path):
+        raise ValueError(f"--ckpt_path {path}: no such file")
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True, mmap=False)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError) as err:
+        raise ValueError(f"--ckpt_path {path}: not a readable PyTorch checkpoint (torch.load: {type(err).__name__})") from err
+    if not isinstance(saved, dict) or "state_dict" not in saved or "hyper_parameters" not in saved:
+        raise ValueError(
+            f"--ckpt_path {path}: not a Pictura training checkpoint (a Lightning checkpoint has "
+            "'state_dict' and 'hyper_parameters'; runs/<name>/version_N/checkpoints/last.ckpt is one)"
+        )
+
+
 def run_lightning_cli(argv: list[str] | None = None, run: bool = True) -> PicturaCLI:
     """Parse ``argv`` (``fit|validate|test|predict ...``) and run it (``run=False``: only build)."""
     args = list(argv) if argv is not None else None
@@ -109,7 +147,9 @@ def run_lightning_cli(argv: list[str] | None = None, run: bool = True) -> Pictur
     return PicturaCLI(
         PPO,
         subclass_mode_model=True,
-        parser_kwargs={"parser_mode": "omegaconf+"},
+        # no option abbreviations (--trainer.max_epoch is not --trainer.max_epochs); parse errors
+        # raise instead of printing the usage, so `pictura.cli.main` reports them in one line
+        parser_kwargs={"parser_mode": "omegaconf+", "allow_abbrev": False, "exit_on_error": False},
         save_config_kwargs={"overwrite": True},
         args=args,
         run=run,

@@ -23,6 +23,7 @@ each minibatch; gradients are averaged by DDP.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -52,6 +53,34 @@ without ``device`` and ``seed`` (PPO fills them in `setup`)."""
 PolicyFactory = Callable[[Composite, int], nn.Module]
 """``policy(observation_spec, num_actions) -> nn.Module`` with ``forward(td) -> (logits, value)``."""
 
+
+
+POLICY_ARGUMENTS = ("observation_spec", "num_actions")
+"""What `PPO.setup` builds a policy class with: ``policy(observation_spec, num_actions)``."""
+
+
+def check_policy_factory(policy: PolicyFactory) -> None:
+    """Refuse a policy class (or a partial of one) that cannot be a `PolicyFactory`: not an
+    ``nn.Module``, or a constructor without `POLICY_ARGUMENTS`. Plain callables pass unchecked."""
+    # a functools.partial of the class, or jsonargparse's partial(instantiator, cls, **init_args)
+    candidates = [getattr(policy, "func", policy), *getattr(policy, "args", ())]
+    cls = next((c for c in candidates if inspect.isclass(c)), None)
+    if cls is None:
+        return
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if not issubclass(cls, nn.Module):
+        raise ValueError(f"policy: {name} is not a torch.nn.Module (a policy's forward(td) returns (logits, value))")
+    try:
+        parameters = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return
+    missing = [arg for arg in POLICY_ARGUMENTS if arg not in parameters]
+    if missing:
+        raise ValueError(
+            f"policy: {name} lacks the constructor argument(s) {', '.join(missing)}: a policy class is built as "
+            "policy(observation_spec, num_actions, **init_args) and its forward(td) returns (logits, value), "
+            "e.g. pictura.modules.AlbertiPolicy"
+        )
 
 
 def ppo_loss(
@@ -339,6 +368,7 @@ class PPO(LightningModule):
         ):
             if not holds or (isinstance(value, float) and not math.isfinite(value)):
                 raise ValueError(f"{name} must be {rule}, got {value}")
+        check_policy_factory(policy)
         self.save_hyperparameters()  # under LightningCLI: the whole model config, so ckpt_path resumes parse
         self.automatic_optimization = False
         self.env_factory, self.policy_factory = env, policy

@@ -11,6 +11,7 @@ import torch
 import yaml
 from lightning.pytorch.callbacks import Callback
 
+from pictura.cli import main
 from pictura.modules.cli import run_lightning_cli
 from pictura.modules.ppo import RESUME_KEY
 
@@ -152,8 +153,9 @@ def test_print_config_round_trips(tmp_path, capsys, first_run):
 
 def test_wrong_key_names_the_key(capsys, first_run):
     _, config, _ = first_run
-    with pytest.raises(SystemExit):
-        run_lightning_cli(["fit", "-c", str(config), "--model.init_args.rollout_stepz=3"])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "-c", str(config), "--model.init_args.rollout_stepz=3"])
+    assert exit_info.value.code == 2
     assert "rollout_stepz" in capsys.readouterr().err
 
 
