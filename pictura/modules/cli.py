@@ -10,6 +10,7 @@ interpolation, resolved after every config file and override is merged ("omegaco
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import shutil
 import sys
@@ -43,8 +44,25 @@ def _own_dunder_new(cls, attr_name) -> bool:
 
 
 _resolvers.has_dunder_new_method = _own_dunder_new
-# PPO's "dataloader" is an endless stream of iteration indices: workers would be pointless.
+# PPO's "dataloader" is an endless stream of iteration indices: workers would be pointless,
+# its length is the iteration count (never split over workers), and fit's validation loader is
+# empty on purpose (evaluation is the DensitySweep callbacks' job).
 warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+warnings.filterwarnings("ignore", message=r".*Your `IterableDataset` has `__len__` defined.*")
+warnings.filterwarnings("ignore", message=r".*Total length of `_IterationLoader` across ranks is zero.*")
+# Lightning's own use of a torch pytree API that torch deprecated: nothing a user can act on.
+warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)` is deprecated.*")
+
+
+class _NoAdvert(logging.Filter):
+    """Drops Lightning's advertisement for a logging service printed on every fit."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "litlogger" not in record.getMessage()
+
+
+for _name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+    logging.getLogger(_name).addFilter(_NoAdvert())
 
 
 def _differences(asked, used, prefix: str = "model") -> list[str]:
@@ -62,6 +80,16 @@ class PicturaCLI(LightningCLI):
     `PreemptionCheckpoint` in every run whose config has none)."""
 
     preemption: PreemptionCheckpoint | None = None
+
+    def before_instantiate_classes(self) -> None:
+        """TensorBoard without its placeholder ``hp_metric`` scalar (-1 on every run: PPO has
+        no single metric to put there)."""
+        sub = self.config.get("subcommand")
+        trainer = self.config[sub]["trainer"] if sub else self.config.get("trainer")
+        loggers = trainer.get("logger") if trainer is not None else None
+        for logger in loggers if isinstance(loggers, list) else [loggers]:
+            if str(getattr(logger, "class_path", "")).endswith("TensorBoardLogger"):
+                logger.init_args["default_hp_metric"] = False
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
         listed = [c for c in (config.get("callbacks") or []) + callbacks if isinstance(c, PreemptionCheckpoint)]
@@ -151,6 +179,8 @@ def run_lightning_cli(argv: list[str] | None = None, run: bool = True) -> Pictur
         # raise instead of printing the usage, so `pictura.cli.main` reports them in one line
         parser_kwargs={"parser_mode": "omegaconf+", "allow_abbrev": False, "exit_on_error": False},
         save_config_kwargs={"overwrite": True},
+        # fit has no validation loop (DensitySweep evaluates): no sanity-check pass either
+        trainer_defaults={"num_sanity_val_steps": 0},
         args=args,
         run=run,
         auto_configure_optimizers=False,

@@ -886,7 +886,13 @@ class PPO(LightningModule):
             metrics[f"perf/seconds/{phase}"] = torch.tensor(s)
             metrics[f"perf/agent_steps_per_s/{phase}"] = torch.tensor(agent_steps / max(s, 1e-9))
         metrics = {k: torch.as_tensor(v, dtype=torch.float32).detach().to(self.device) for k, v in metrics.items()}
-        self.log_dict(metrics, on_step=True, on_epoch=False, sync_dist=False)
+        # callback_metrics for callbacks; the loggers get them at the run's one x-axis, the
+        # iterations completed, as the evaluation scalars and images (`pictura.callbacks.axis`)
+        self.log_dict(metrics, on_step=True, on_epoch=False, sync_dist=False, logger=False)
+        if self.trainer.is_global_zero:
+            values = dict(zip(metrics, torch.stack(list(metrics.values())).tolist(), strict=True))
+            for logger in self.loggers:
+                logger.log_metrics(values, step=int(self.iteration))
         self.log("agent_steps_per_s", metrics["perf/agent_steps_per_s"], prog_bar=True, logger=False)
         self.log("iteration", metrics["train/iteration"], prog_bar=True, logger=False)
 

@@ -1,6 +1,7 @@
 """The LightningCLI entry point end to end on CPU, with the FakeDrivingEnv."""
 
 import glob
+import io
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import pytest
 import torch
 import yaml
 from lightning.pytorch.callbacks import Callback
+from PIL import Image
 
 from pictura.cli import main
 from pictura.modules.cli import run_lightning_cli
@@ -106,6 +108,13 @@ def test_fit_writes_events_checkpoint_and_gif(first_run):
                 "perf/agent_steps_per_s"):
         assert tag in tags, tag
     assert "camera/mosaic" in acc.Tags()["images"]
+    # one x-axis: the iterations completed, for scalars and images alike; no placeholder hp_metric
+    assert "hp_metric" not in tags
+    assert [e.step for e in acc.Scalars("train/iteration")] == [1]
+    assert [e.step for e in acc.Images("camera/mosaic")] == [e.step for e in acc.Images("camera/video")] == [1]
+    # the video plays in TensorBoard: the image's bytes are the animated GIF
+    video = Image.open(io.BytesIO(acc.Images("camera/video")[0].encoded_image_string))
+    assert video.format == "GIF" and video.n_frames > 1
 
 
 def test_resume_from_checkpoint_continues(first_run):
