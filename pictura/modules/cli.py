@@ -80,6 +80,21 @@ class PicturaCLI(LightningCLI):
     `PreemptionCheckpoint` in every run whose config has none)."""
 
     preemption: PreemptionCheckpoint | None = None
+    checkpoint_iteration: int | None = None  # the PPO iterations of --ckpt_path's run
+
+    def fit(self, model, **kwargs) -> None:
+        """``trainer.fit``, unless ``--ckpt_path`` is a run that already reached this command's
+        ``max_iterations``: then say so and train nothing (the checkpoint stays as it is)."""
+        done, target = self.checkpoint_iteration, getattr(model.hparams, "max_iterations", None)
+        if kwargs.get("ckpt_path") and done is not None and target is not None and done >= target:
+            print(
+                f"--ckpt_path {kwargs['ckpt_path']}: the run already finished its {done} of max_iterations={target} "
+                "iterations; nothing to train. To continue it, pass a larger --model.init_args.max_iterations "
+                "(the learning-rate schedule is recomputed over the new total).",
+                file=sys.stderr,
+            )
+            return
+        self.trainer.fit(model, **kwargs)
 
     def before_instantiate_classes(self) -> None:
         """TensorBoard without its placeholder ``hp_metric`` scalar (-1 on every run: PPO has
@@ -120,7 +135,7 @@ class PicturaCLI(LightningCLI):
         sub = self.config.get("subcommand")
         path = self.config[sub].get("ckpt_path") if sub else None
         if path:
-            check_checkpoint(path)
+            self.checkpoint_iteration = check_checkpoint(path)
         self._parse_ckpt_path_keeping_the_command_model()
 
     def _parse_ckpt_path_keeping_the_command_model(self) -> None:
@@ -145,9 +160,10 @@ class PicturaCLI(LightningCLI):
             )
 
 
-def check_checkpoint(path: str) -> None:
+def check_checkpoint(path: str) -> int | None:
     """``ValueError`` naming ``path`` unless it is a Lightning checkpoint that torch can read
-    (a missing file, random bytes, a foreign pickle, a plain ``state_dict``)."""
+    (a missing file, random bytes, a foreign pickle, a plain ``state_dict``); returns the PPO
+    iterations it holds (None when it has no iteration counter)."""
     import pickle
 
     import torch
@@ -163,6 +179,8 @@ def check_checkpoint(path: str) -> None:
             f"--ckpt_path {path}: not a Pictura training checkpoint (a Lightning checkpoint has "
             "'state_dict' and 'hyper_parameters'; runs/<name>/version_N/checkpoints/last.ckpt is one)"
         )
+    iteration = saved["state_dict"].get("iteration")
+    return None if iteration is None else int(iteration)
 
 
 def run_lightning_cli(argv: list[str] | None = None, run: bool = True) -> PicturaCLI:

@@ -55,6 +55,11 @@ PolicyFactory = Callable[[Composite, int], nn.Module]
 
 
 
+def cosine_factor(iteration: int, total: int) -> float:
+    """The cosine schedule's share of the base learning rate at ``iteration`` of ``total``."""
+    return 0.5 * (1.0 + math.cos(math.pi * min(iteration, total) / total))
+
+
 POLICY_ARGUMENTS = ("observation_spec", "num_actions")
 """What `PPO.setup` builds a policy class with: ``policy(observation_spec, num_actions)``."""
 
@@ -526,12 +531,21 @@ class PPO(LightningModule):
             self.policy.parameters(), lr=h.learning_rate, betas=tuple(h.betas), eps=h.eps, weight_decay=h.weight_decay
         )
         total = self.total_iterations()
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda it: 0.5 * (1.0 + math.cos(math.pi * min(it, total) / total))
-        )
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: cosine_factor(it, total))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
+    def _schedule_learning_rate(self) -> None:
+        """The learning rate of the iteration about to run, on this run's schedule. A resumed run
+        restores the optimizer's rate of the run it continues, which is the end of *that* run's
+        schedule (0 once it finished): with a larger ``max_iterations`` the cosine is recomputed
+        over the new total, so training goes on at its rate there instead of at 0."""
+        scheduler = self.lr_schedulers()
+        factor = cosine_factor(int(self.iteration), self.total_iterations())
+        for group, base in zip(self.optimizers().param_groups, scheduler.base_lrs, strict=True):
+            group["lr"] = base * factor
+
     def on_train_start(self) -> None:
+        self._schedule_learning_rate()
         saved = self._resume_state()
         self._resume = None
         if saved is not None:

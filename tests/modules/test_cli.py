@@ -133,8 +133,19 @@ def test_resume_from_checkpoint_continues(first_run):
     assert resumed.model.hparams.max_iterations == 2  # the command's setting, not the checkpoint's 1
     assert resumed.trainer.global_step > step_before
     assert resumed.model.lr_schedulers().last_epoch == 2
-    # cosine over 2 iterations: after both, the learning rate reached 0
+    # the finished run ended at rate 0; extended to 2 iterations, iteration 2 trained at the
+    # recomputed cosine's rate, 5e-4 x (1 + cos(pi / 2)) / 2, and after it the rate reached 0
+    assert resumed.trainer.callback_metrics["train/learning_rate"] == pytest.approx(2.5e-4, rel=1e-6)
     assert resumed.model.optimizers().param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_resuming_a_finished_run_trains_nothing(first_run, capsys):
+    root, config, _ = first_run
+    ckpt = root / "tiny" / "v0" / "checkpoints" / "last.ckpt"
+    before = ckpt.read_bytes()
+    main(["fit", "-c", str(config), "--trainer.logger.init_args.version=v_again", f"--ckpt_path={ckpt}"])
+    assert "already finished its 1 of max_iterations=1 iterations" in capsys.readouterr().err
+    assert ckpt.read_bytes() == before
 
 
 def test_checkpoint_from_an_incompatible_config_names_the_mismatch(first_run):
