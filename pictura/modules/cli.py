@@ -27,7 +27,7 @@ def _own_dunder_new(cls, attr_name) -> bool:
     """jsonargparse's ``has_dunder_new_method``, comparing ``__new__`` by its function.
 
     TorchRL's ``EnvBase.__new__`` is a *classmethod*: every access returns a fresh bound
-    method, so jsonargparse (4.53) believes every env subclass defines its own ``__new__`` and
+    method, so jsonargparse (4.53.0, pinned) believes every env subclass defines its own ``__new__`` and
     reads the env's arguments from ``EnvBase.__new__(*args, _inplace_update, _batch_locked)``
     instead of ``__init__`` (``env.init_args.num_worlds`` would be "not accepted"). Comparing
     the underlying functions restores the ``__init__`` signature.
@@ -43,6 +43,9 @@ def _own_dunder_new(cls, attr_name) -> bool:
     return new is not object.__new__ and not any(new is func(c.__new__) for c in inspect.getmro(origin)[1:])
 
 
+# jsonargparse is pinned exactly (pyproject.toml) for this private hook; tests/modules/
+# test_cli.py's test_jsonargparse_private_hook fails when an upgrade moves or changes it.
+UPSTREAM_HAS_DUNDER_NEW = _resolvers.has_dunder_new_method
 _resolvers.has_dunder_new_method = _own_dunder_new
 # PPO's "dataloader" is an endless stream of iteration indices: workers would be pointless,
 # its length is the iteration count (never split over workers), and fit's validation loader is

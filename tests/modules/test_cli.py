@@ -344,3 +344,24 @@ def test_a_signal_saves_a_checkpoint_that_resumes_exactly(first_run, straight, s
         code, resumed = _fit_until_signal(config, f"{name}_resumed", 0, at=0, ckpt_path=ckpt)
         assert code == 0 and sorted(resumed) == [3]
         assert resumed[3] == straight.seen[3]
+
+
+def test_jsonargparse_private_hook():
+    """`pictura.modules.cli` replaces jsonargparse's private ``has_dunder_new_method`` (TorchRL's
+    classmethod ``__new__`` fools it into reading an env's arguments from ``EnvBase.__new__``).
+    This fails when a jsonargparse upgrade renames it, changes its arguments or stops calling it
+    through the module, which the exact pin in pyproject.toml guards against."""
+    import inspect
+
+    import jsonargparse
+    import jsonargparse._parameter_resolvers as resolvers
+
+    from pictura.modules import cli
+    from tests.modules.fake_env import FakeDrivingEnv
+
+    assert jsonargparse.__version__ == "4.53.0"
+    assert list(inspect.signature(cli.UPSTREAM_HAS_DUNDER_NEW).parameters) == ["cls", "attr_name"]
+    assert resolvers.has_dunder_new_method is cli._own_dunder_new
+    assert cli.UPSTREAM_HAS_DUNDER_NEW(FakeDrivingEnv, "__init__")  # the upstream misreading
+    names = {p.name for p in resolvers.get_signature_parameters(FakeDrivingEnv)}
+    assert {"num_worlds", "slots_per_world", "agents_per_world"} <= names
