@@ -4,7 +4,8 @@ SIGINT (Ctrl-C), SIGTERM (``kill``, a cluster's preemption notice) and, under SL
 Lightning's auto-requeue, the requeue signal (SIGUSR1) only set a flag: the PPO iteration in
 flight finishes, then the callback writes ``checkpoints/last.ckpt`` (the same file and content
 as `ModelCheckpoint`'s: weights, AdamW, LR schedule, every rank's worlds mid-episode and the
-random numbers), prints where it is and how to resume, and stops the run. The checkpoint lies
+random numbers), prints where it is and how to resume, and exits with 128 + the signal number
+(130 for Ctrl-C, 143 for SIGTERM) without the end-of-fit evaluation and video. The checkpoint lies
 between two iterations, so ``--ckpt_path`` resumes exactly where the run stopped. A second
 Ctrl-C aborts at once, without a checkpoint. Under SLURM the requeue signal saves Lightning's
 ``hpc_ckpt_N.ckpt`` at the same boundary and requeues the job (Lightning's own handler, which
@@ -14,8 +15,8 @@ a signal to any rank stops every rank at the same boundary (one small collective
 ``every_minutes`` also writes ``last.ckpt`` at the first iteration boundary after that many
 minutes since the last save, so a job killed without notice loses at most that much.
 
-`pictura.modules.cli` adds one (``every_minutes=0``) to every ``fit`` whose config has none,
-and exits with 128 + the signal number after a signal (130 for Ctrl-C, 143 for SIGTERM).
+`pictura.modules.cli` adds one (``every_minutes=0``) to every ``fit`` whose config has none.
+Once training is over (during the end-of-fit evaluation) a signal acts at once.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import torch
 from lightning.fabric.plugins.environments import SLURMEnvironment
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.utilities import rank_zero_info
 from torch.distributed import ReduceOp
 
 
@@ -120,12 +120,22 @@ class PreemptionCheckpoint(Callback):
             trainer._signal_connector._slurm_sigusr_handler_fn(signum, None)
         else:
             self.saved = self.last_path(trainer)
-            trainer.save_checkpoint(self.saved)
+            trainer.save_checkpoint(self.saved, weights_only=False)
         self._last_save = time.monotonic()
         if not signum:
             return
-        rank_zero_info(
+        print(
             f"stopped by {signal.Signals(signum).name} after iteration {int(getattr(pl_module, 'iteration', 0))}: "
-            f"saved {self.saved}; resume with --ckpt_path {self.saved}"
+            f"saved {self.saved}; resume with --ckpt_path {self.saved}",
+            file=sys.stderr,
+            flush=True,
         )
-        trainer.should_stop = True
+        # Leave now, skipping the end-of-fit work (evaluation sweeps, videos): Lightning tears
+        # down (loggers flushed) and passes the exit on, with the code a shell gives a process
+        # that this signal ended.
+        raise SystemExit(128 + signum)
+
+    def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        # training is over (the one endless epoch ends with the run) and checkpointed by
+        # `ModelCheckpoint`: a signal during the end-of-fit work acts at once
+        self._fitting = False

@@ -131,7 +131,7 @@ class PicturaCLI(LightningCLI):
                 shutil.rmtree(log_dir, ignore_errors=True)
             raise
         received = self.preemption.received if self.preemption is not None else None
-        if received is not None:
+        if received is not None:  # a signal during the end-of-fit work
             raise SystemExit(128 + int(received))
 
     def _parse_ckpt_path(self) -> None:

@@ -17,7 +17,7 @@ def _trainer(tmp_path):
         world_size=1, is_global_zero=True, checkpoint_callback=None, log_dir=str(tmp_path),
         default_root_dir=str(tmp_path), should_stop=False, saved=saved,
         _accelerator_connector=SimpleNamespace(cluster_environment=None),
-        save_checkpoint=saved.append,
+        save_checkpoint=lambda path, weights_only=None: saved.append(path),
     )  # fmt: skip
     return trainer
 
@@ -40,9 +40,10 @@ def test_without_every_minutes_nothing_is_saved_until_a_signal(tmp_path):
     module = SimpleNamespace(iteration=3, device="cpu")
     callback.on_train_batch_end(trainer, module, None, None, 0)
     assert trainer.saved == []
-    callback.received = 15
-    callback.on_train_batch_end(trainer, module, None, None, 0)
-    assert len(trainer.saved) == 1 and trainer.should_stop
+    callback.received = 15  # SIGTERM: saved, then the run ends with 128 + 15
+    with pytest.raises(SystemExit) as exit_info:
+        callback.on_train_batch_end(trainer, module, None, None, 0)
+    assert len(trainer.saved) == 1 and exit_info.value.code == 143
 
 
 @pytest.mark.parametrize("minutes", [-1.0, float("nan")])
