@@ -35,7 +35,8 @@ def _usage() -> str:
 
 
 CONFIG_ERRORS = (ValueError, TypeError, KeyError, OSError, ArgumentError)
-"""What a bad config, option, file or checkpoint raises before training: reported in one line."""
+"""What a bad config, option, file or checkpoint raises before training: reported in one line
+(raised once training has started, they keep their traceback)."""
 
 
 def one_line(err: BaseException) -> str:
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
             check_config_files(argv)
             run_lightning_cli(argv)
         except CONFIG_ERRORS as err:
-            if debug:
+            if debug or getattr(err, "during_training", False):  # a failure mid-run is no config error
                 raise
             print(f"error: {one_line(err)}", file=sys.stderr)
             print("(python -m pictura ... --debug shows the traceback)", file=sys.stderr)

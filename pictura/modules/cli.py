@@ -126,9 +126,12 @@ class PicturaCLI(LightningCLI):
         existed = log_dir is None or os.path.exists(log_dir)
         try:
             super()._run_subcommand(subcommand)
-        except BaseException:
-            if not existed and not (self.preemption is not None and self.preemption.started):
+        except BaseException as err:
+            started = self.preemption is not None and self.preemption.started
+            if not existed and not started:
                 shutil.rmtree(log_dir, ignore_errors=True)
+            if started:
+                err.during_training = True  # `pictura.cli.main` shows its traceback
             raise
         received = self.preemption.received if self.preemption is not None else None
         if received is not None:  # a signal during the end-of-fit work
