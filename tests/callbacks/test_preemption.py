@@ -50,3 +50,25 @@ def test_without_every_minutes_nothing_is_saved_until_a_signal(tmp_path):
 def test_a_negative_interval_is_named(minutes):
     with pytest.raises(ValueError, match="every_minutes"):
         PreemptionCheckpoint(every_minutes=minutes)
+
+
+def test_slurm_requeue_signal_saves_lightnings_hpc_checkpoint_at_the_boundary(tmp_path):
+    """Under SLURM with auto-requeue the requeue signal (SIGUSR1) is one of the handled signals;
+    at the iteration boundary Lightning's own requeue runs (it writes ``hpc_ckpt_N.ckpt``, which
+    the requeued job resumes from, and calls ``scontrol requeue``), then the run ends."""
+    import signal
+
+    from lightning.fabric.plugins.environments import SLURMEnvironment
+
+    calls = []
+    trainer = _trainer(tmp_path)
+    trainer._accelerator_connector.cluster_environment = SLURMEnvironment(auto_requeue=True)
+    trainer._signal_connector = SimpleNamespace(_slurm_sigusr_handler_fn=lambda signum, frame: calls.append(signum))
+    trainer._checkpoint_connector = SimpleNamespace(hpc_save_path=lambda folder: os.path.join(folder, "hpc_ckpt_1.ckpt"))
+    callback = PreemptionCheckpoint()
+    assert signal.SIGUSR1 in callback._signals(trainer)
+    callback.received = signal.SIGUSR1
+    with pytest.raises(SystemExit):
+        callback.on_train_batch_end(trainer, SimpleNamespace(iteration=5, device="cpu"), None, None, 0)
+    assert calls == [signal.SIGUSR1] and trainer.saved == []  # Lightning's save, not last.ckpt
+    assert callback.saved == os.path.join(str(tmp_path), "hpc_ckpt_1.ckpt")
