@@ -33,6 +33,7 @@ from collections.abc import Sequence
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
+from pictura.callbacks.axis import logging_step
 from pictura.eval.metrics import COUNTERS, PARTNERS, all_gather_rows, all_reduce_counters, summarize
 from pictura.eval.policies import argmax_policy, sampled_policy
 from pictura.eval.protocols import IN_DOMAIN_DENSITIES, ScenarioProgress, build_in_domain_env, run_density
@@ -132,7 +133,7 @@ class DensitySweep(Callback):
     @torch.no_grad()
     def evaluate(self, trainer: Trainer, pl_module: LightningModule) -> dict[str, dict[str, float]] | None:
         """Run the sweep now; returns ``{density: summary}`` (every rank gets the global one)."""
-        iteration = int(getattr(pl_module, "iteration", trainer.global_step))
+        iteration = logging_step(trainer, pl_module)
         if iteration == self._last_iteration or pl_module.policy is None:
             return None
         self._last_iteration = iteration
@@ -167,7 +168,7 @@ class DensitySweep(Callback):
         log_dir = trainer.log_dir or trainer.default_root_dir  # a collective under DDP: all ranks ask
         if trainer.is_global_zero:
             for logger in trainer.loggers:
-                logger.log_metrics(metrics, step=trainer.global_step)
+                logger.log_metrics(metrics, step=iteration)
             if self.plot:
                 self._plot(trainer, summaries, log_dir, iteration)
             self._append_record(pl_module, summaries, log_dir, iteration, per_scenario)
@@ -220,7 +221,7 @@ class DensitySweep(Callback):
         if experiment is not None and hasattr(experiment, "add_image"):
             # the PNG just written, so the figure is drawn once
             image = np.asarray(Image.open(path).convert("RGB"))
-            experiment.add_image(f"{self.tag}/density_sweep", image, trainer.global_step, dataformats="HWC")
+            experiment.add_image(f"{self.tag}/density_sweep", image, iteration, dataformats="HWC")
 
     def on_train_start(self, trainer, pl_module) -> None:
         if self.at_start:

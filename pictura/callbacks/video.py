@@ -3,10 +3,12 @@
 Every ``every_n_iterations`` PPO iterations (and once at the end of fit) the callback picks
 the slot that was valid for the most steps of the last rollout, re-renders its views from the
 snapshot history (`env.render_history`: exactly the pixels the policy saw), tiles the cameras
-with their names, and writes ``<log_dir>/videos/iter_XXXX.gif`` (Pillow). The first frame's
-mosaic goes to TensorBoard as an image (``camera/mosaic``). An MP4 is written too when
-``mp4=True`` and imageio (with an ffmpeg plugin) is installed; it is never required.
-TensorBoard's ``add_video`` would need moviepy, so it is not used.
+with their names, and writes ``<log_dir>/videos/iter_XXXX.gif`` (Pillow). TensorBoard gets the
+GIF itself as ``camera/video`` (its image panel plays it; the step slider picks the iteration)
+and the first frame's mosaic as ``camera/mosaic``, both at the run's one x-axis, PPO
+iterations (`pictura.callbacks.axis`). An MP4 is written too when ``mp4=True`` and imageio
+(with an ffmpeg plugin) is installed; it is never required. TensorBoard's ``add_video`` would
+need moviepy, so it is not used.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import numpy as np
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from PIL import Image, ImageDraw
+
+from pictura.callbacks.axis import logging_step
 
 LABEL_HEIGHT = 12
 """Pixels of the name strip above each camera tile."""
@@ -58,6 +62,20 @@ def tile_views(views: np.ndarray, names: Sequence[str], scale: int = 3, columns:
         image.paste(Image.fromarray(big[c]), (left, top + LABEL_HEIGHT))
         draw.text((left + 2, top), str(names[c]), fill=(255, 255, 255))
     return np.asarray(image)
+
+
+def add_gif(writer, tag: str, path: str, step: int) -> None:
+    """Log the GIF file at ``path`` to a TensorBoard ``SummaryWriter`` as an image whose bytes
+    are the GIF itself: TensorBoard's image panel shows it animated (as ``add_video`` does,
+    which would need moviepy to encode it)."""
+    from tensorboard.compat.proto.summary_pb2 import Summary
+
+    with Image.open(path) as gif:
+        width, height = gif.size
+    with open(path, "rb") as f:
+        encoded = f.read()
+    image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=encoded)
+    writer._get_file_writer().add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
 
 
 class CameraVideo(Callback):
@@ -117,7 +135,7 @@ class CameraVideo(Callback):
         return pixels.cpu().numpy()
 
     def write(self, trainer: Trainer, pl_module: LightningModule) -> str | None:
-        iteration = int(getattr(pl_module, "iteration", trainer.global_step))
+        iteration = logging_step(trainer, pl_module)
         if iteration == self._last_iteration:
             return None
         # trainer.log_dir is a collective under DDP: every rank asks, only rank 0 writes.
@@ -142,7 +160,9 @@ class CameraVideo(Callback):
             self._write_mp4(path[:-4] + ".mp4", mosaics)
         experiment = getattr(trainer.logger, "experiment", None)
         if experiment is not None and hasattr(experiment, "add_image"):
-            experiment.add_image("camera/mosaic", mosaics[0], trainer.global_step, dataformats="HWC")
+            experiment.add_image("camera/mosaic", mosaics[0], iteration, dataformats="HWC")
+        if experiment is not None and hasattr(experiment, "_get_file_writer"):
+            add_gif(experiment, "camera/video", path, iteration)
         return path
 
     def _with_overview(self, pl_module: LightningModule, mosaics: list[np.ndarray]) -> list[np.ndarray]:

@@ -5,7 +5,22 @@ This is the only place where torch meets Warp. Every Warp array is viewed as a t
 device and never synchronises with the host (unless ``validate_actions`` is on).
 
 The batch is the flat pool of agent slots (``batch_size=[num_slots]``). Worlds reset on their
-own inside `step` (episode length, or too many halted agents); `reset` is only needed once.
+own inside `step` (episode length, or too many halted agents); the TorchRL contract around that
+(docs/training.md, "The env under TorchRL"):
+
+- ``("next", ...)`` of a step holds the observation the step led to, before any world reset
+  (``next_observation="final"``, the default): on a done step it is the ended episode's last
+  observation, which TorchRL's value estimators bootstrap from.
+- every slot of a world that reset inside the step is ``done`` (``truncated`` unless its agent
+  ``terminated`` that step), so TorchRL's masked ``reset`` hands it the new episode's first
+  observation: ``env.rollout``, ``step_and_maybe_reset`` and the collectors call it.
+- ``valid`` (S,) bool is the mask of slots that hold an acting agent: empty slots, halted
+  agents (an infraction ends the agent's episode; its car stays as an obstacle until its world
+  resets) and the unused tail of a packed block are False and must be masked out of losses.
+- a masked ``reset`` resets the worlds of its flagged active slots (a packed layout: their
+  blocks) and starts their next episodes, e.g. for ``StepCounter`` truncation; a flagged slot
+  without an acting agent, or in a world that has just reset, needs nothing. ``reset()`` with
+  no mask restarts every world from the seed.
 """
 
 from __future__ import annotations
@@ -33,6 +48,7 @@ from pictura.sim import (
     SimConfig,
     build_model,
     reset,
+    reset_worlds,
     step,
 )
 from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
@@ -40,6 +56,9 @@ from pictura.sim.state import StateData
 
 SNAPSHOT_KEYS = ("agent_box", "light_state", "slot_table")
 """The per-step snapshot arrays (`pictura.sim.snapshot`) a view is rendered from."""
+
+NEXT_OBSERVATION_MODES = ("final", "reset")
+"""`DrivingEnv`'s ``next_observation`` choices."""
 
 
 def stack_snapshots(snapshots: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -93,6 +112,12 @@ class DrivingEnv(EnvBase):
             PPO loop turns it off: its actions come from a 12-way categorical.
         share_pixel_buffer: return the internal pixel buffer instead of a copy. Cheap, but the
             next `step` overwrites it: only for loops that consume pixels before stepping.
+        next_observation: what ``("next", "observation")`` holds in a world that reset inside
+            the step: "final" (default, the TorchRL contract) the ended episode's last
+            observation, the new one's coming from TorchRL's masked ``reset``; "reset" the new
+            episode's first observation, so ``td["next"]`` can be stepped on directly (Pictura's
+            PPO loop: no extra render, no host sync; the last observation stays available from
+            `final_record`).
     """
 
     def __init__(
@@ -111,7 +136,10 @@ class DrivingEnv(EnvBase):
         share_pixel_buffer: bool = False,
         block_slots: int = 0,
         worlds_per_block: int = 32,
+        next_observation: str = "final",
     ) -> None:
+        if next_observation not in NEXT_OBSERVATION_MODES:
+            raise ValueError(f"next_observation must be one of {NEXT_OBSERVATION_MODES}, got {next_observation!r}")
         if num_worlds < 1:
             raise ValueError(f"num_worlds must be >= 1, got {num_worlds}")
         if slots_per_world < 1:
@@ -151,6 +179,7 @@ class DrivingEnv(EnvBase):
             list(maps), road_maps, sim_config, layout, rig, seed, observation, validate_actions, share_pixel_buffer,
             render_coverage,
         )  # fmt: skip
+        self.next_observation = next_observation
 
     def _assemble(
         self,
@@ -181,6 +210,7 @@ class DrivingEnv(EnvBase):
         self.validate_actions = validate_actions
         self.share_pixel_buffer = share_pixel_buffer
         self._seed = int(seed)
+        self.next_observation = "final"
         self.phase_clock = None  # set by PPO: acting renders are timed as "rollout_render"
 
         with self._warp_scope():
@@ -266,19 +296,23 @@ class DrivingEnv(EnvBase):
                 slot_table=None if table is None else wp.from_torch(table.contiguous(), dtype=wp.int32),
             )
 
-    def _render_current(self) -> None:
+    def _render_current(self, prefix: str = "", active: torch.Tensor | None = None, out: torch.Tensor | None = None) -> None:
+        """Render the views of the state's snapshot (``prefix="final_"``: the one before this
+        step's world resets) for the ``active`` (S,) bool slots (default: the state's) into
+        ``out`` (default: the env's pixel buffer)."""
         if not self.renders_pixels:
             return
         st = self.state
         # Only active agents act on their views: halted and empty slots get no render (their
         # views are black; a request for slot -1 costs the renderer nothing). No host sync.
-        active = wp.to_torch(st.active) != 0
+        if active is None:
+            active = wp.to_torch(st.active) != 0
         self._act_requests[:, 1] = torch.where(active, self._slot_ids, -1)
         clock = self.phase_clock
         if clock is not None:
             clock.start("rollout_render")
-        current = {name: wp.to_torch(getattr(st, name)).unsqueeze(0) for name in SNAPSHOT_KEYS}
-        self._render(current, self._act_requests, self._pixels)
+        current = {name: wp.to_torch(getattr(st, prefix + name)).unsqueeze(0) for name in SNAPSHOT_KEYS}
+        self._render(current, self._act_requests, self._pixels if out is None else out)
         if clock is not None:
             clock.stop("rollout_render")
 
@@ -366,31 +400,37 @@ class DrivingEnv(EnvBase):
         self._make_specs()
 
     # ---- TorchRL plumbing ----------------------------------------------------------------
-    def _observation(self) -> TensorDict:
+    def _observation(self, prefix: str = "", valid: torch.Tensor | None = None) -> TensorDict:
+        """The observation of the current state, or with ``prefix="final_"`` of the state before
+        this step's world resets (``valid``: which slots held an acting agent there)."""
         st, S = self.state, self.num_slots
+
+        def array(name: str) -> torch.Tensor:
+            return wp.to_torch(getattr(st, prefix + name))
+
         observation = {
-            "ego": wp.to_torch(st.obs_ego).clone(),
-            "conditioning": wp.to_torch(st.obs_conditioning).clone(),
-            "goals": wp.to_torch(st.obs_goals).reshape(S, 3, 2).clone(),
+            "ego": array("obs_ego").clone(),
+            "conditioning": array("obs_conditioning").clone(),
+            "goals": array("obs_goals").reshape(S, 3, 2).clone(),
         }
         if self.renders_pixels:
             observation["pixels"] = self._pixels if self.share_pixel_buffer else self._pixels.clone()
         else:
             with self._warp_scope():
-                box = wp.to_torch(st.agent_box)
+                box = array("agent_box")
                 parked = box[S:] if self.layout.parked_per_world else None
                 observation.update(
                     self.vectorized.build(
-                        box[:S], wp.to_torch(st.light_state), wp.to_torch(st.speed), parked_box=parked,
-                        slot_table=wp.to_torch(st.slot_table),
+                        box[:S], array("light_state"), array("speed"), parked_box=parked,
+                        slot_table=array("slot_table"),
                     )
                 )  # fmt: skip
-            observation["ego_aux"] = self.vectorized.ego_aux(wp.to_torch(st.obs_ego_aux))
+            observation["ego_aux"] = self.vectorized.ego_aux(array("obs_ego_aux"))
         return TensorDict(
             {
                 "observation": TensorDict(observation, batch_size=[S]),
-                "valid": wp.to_torch(st.active).bool(),
-                "world_id": wp.to_torch(st.slot_world).long(),
+                "valid": wp.to_torch(st.active).bool() if valid is None else valid,
+                "world_id": array("slot_world").long(),
             },
             batch_size=[S],
             device=self.device,
@@ -435,14 +475,50 @@ class DrivingEnv(EnvBase):
         return self._reset_output()
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
-        partial = tensordict is not None and "_reset" in tensordict.keys()
-        if not partial or bool(tensordict["_reset"].all()):
+        if tensordict is None or "_reset" not in tensordict.keys():
             with self._warp_scope():
                 reset(self.model, self.state, self._seed)
             self._render_current()
-        # A partial reset is a no-op: worlds reset themselves inside `step`, and a slot whose
-        # agent halted stays an obstacle until its world resets.
+            return self._reset_output()
+        self._reset_flagged(tensordict["_reset"].reshape(-1))
         return self._reset_output()
+
+    def _slot_world_reset(self) -> torch.Tensor:
+        """(S,) bool: the slot's world reset in the last `step` or masked `reset`."""
+        st = self.state
+        return wp.to_torch(st.world_reset).bool()[wp.to_torch(st.slot_world).long()]
+
+    def _reset_flagged(self, flagged: torch.Tensor) -> None:
+        """TorchRL's masked reset: every world holding a flagged slot with an acting agent
+        starts its next episode, unless it has just started one (inside the last `step`); then
+        the views of every slot whose world reset are rendered anew. One host sync."""
+        st = self.state
+        slot_world = wp.to_torch(st.slot_world).long()
+        active = wp.to_torch(st.active).bool()
+        fresh = wp.to_torch(st.world_step)[slot_world] == 0
+        asked = flagged.to(self.device) & active & ~fresh
+        worlds = torch.zeros(self.num_worlds, dtype=torch.int32, device=self.device)
+        worlds[slot_world[asked]] = 1
+        if self.layout.is_packed:  # a packed block's world records reset together
+            worlds = worlds.view(-1, self.layout.worlds_per_block).amax(1, keepdim=True).expand(
+                -1, self.layout.worlds_per_block
+            ).reshape(-1).contiguous()
+        left_out = worlds.bool()[slot_world] & active & ~flagged.to(self.device)
+        if bool(left_out.any()):
+            slot = int(left_out.nonzero()[0, 0])
+            raise ValueError(
+                f"_reset flags part of the acting slots of world {int(slot_world[slot])} (slot {slot} is not "
+                "flagged): a world restarts as a whole (a packed layout: its whole block), so flag all of them"
+            )
+        renew = self._slot_world_reset()
+        if bool(worlds.any()):
+            with self._warp_scope():
+                reset_worlds(self.model, self.state, wp.from_torch(worlds))
+            renew = renew | self._slot_world_reset()
+        if self.renders_pixels and bool(renew.any()):
+            fresh_views = self._new_pixels(self.num_slots)
+            self._render_current(active=renew & wp.to_torch(st.active).bool(), out=fresh_views)
+            self._pixels = torch.where(renew[:, None, None, None, None], fresh_views, self._pixels)
 
     def _reset_output(self) -> TensorDictBase:
         out = self._observation()
@@ -467,11 +543,24 @@ class DrivingEnv(EnvBase):
         with self._warp_scope():
             step(self.model, self._states[0], self._control, self._states[1])
         self._states.reverse()
-        self._render_current()
         st = self.state
-        out = self._observation()
-        terminated = wp.to_torch(st.terminated).bool().unsqueeze(-1)
-        truncated = wp.to_torch(st.truncated).bool().unsqueeze(-1)
+        reset_slot = self._slot_world_reset()
+        terminated = wp.to_torch(st.terminated).bool()
+        if self.next_observation == "final":
+            # before the resets a slot holds an agent if it still acts, if the reset cut its
+            # episode short (the simulator's ``truncated``: active before the step, not
+            # terminated) or if its agent has just terminated (its last view, though halted)
+            acting = torch.where(reset_slot, wp.to_torch(st.truncated).bool(), wp.to_torch(st.active).bool())
+            final_active = acting | terminated
+            self._render_current("final_", final_active)
+            out = self._observation("final_", final_active)
+        else:
+            self._render_current()
+            out = self._observation()
+        # every slot of a resetting world is done, so TorchRL's masked reset hands it the new
+        # episode's first observation (an empty or halted slot's ``valid`` is False)
+        truncated = (reset_slot & ~terminated).unsqueeze(-1)
+        terminated = terminated.unsqueeze(-1)
         out.set("reward", wp.to_torch(st.reward).unsqueeze(-1).clone())
         out.set("terminated", terminated)
         out.set("truncated", truncated)

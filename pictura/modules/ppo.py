@@ -23,6 +23,7 @@ each minibatch; gradients are averaged by DDP.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -52,6 +53,39 @@ without ``device`` and ``seed`` (PPO fills them in `setup`)."""
 PolicyFactory = Callable[[Composite, int], nn.Module]
 """``policy(observation_spec, num_actions) -> nn.Module`` with ``forward(td) -> (logits, value)``."""
 
+
+
+def cosine_factor(iteration: int, total: int) -> float:
+    """The cosine schedule's share of the base learning rate at ``iteration`` of ``total``."""
+    return 0.5 * (1.0 + math.cos(math.pi * min(iteration, total) / total))
+
+
+POLICY_ARGUMENTS = ("observation_spec", "num_actions")
+"""What `PPO.setup` builds a policy class with: ``policy(observation_spec, num_actions)``."""
+
+
+def check_policy_factory(policy: PolicyFactory) -> None:
+    """Refuse a policy class (or a partial of one) that cannot be a `PolicyFactory`: not an
+    ``nn.Module``, or a constructor without `POLICY_ARGUMENTS`. Plain callables pass unchecked."""
+    # a functools.partial of the class, or jsonargparse's partial(instantiator, cls, **init_args)
+    candidates = [getattr(policy, "func", policy), *getattr(policy, "args", ())]
+    cls = next((c for c in candidates if inspect.isclass(c)), None)
+    if cls is None:
+        return
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if not issubclass(cls, nn.Module):
+        raise ValueError(f"policy: {name} is not a torch.nn.Module (a policy's forward(td) returns (logits, value))")
+    try:
+        parameters = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return
+    missing = [arg for arg in POLICY_ARGUMENTS if arg not in parameters]
+    if missing:
+        raise ValueError(
+            f"policy: {name} lacks the constructor argument(s) {', '.join(missing)}: a policy class is built as "
+            "policy(observation_spec, num_actions, **init_args) and its forward(td) returns (logits, value), "
+            "e.g. pictura.modules.AlbertiPolicy"
+        )
 
 
 def ppo_loss(
@@ -339,6 +373,7 @@ class PPO(LightningModule):
         ):
             if not holds or (isinstance(value, float) and not math.isfinite(value)):
                 raise ValueError(f"{name} must be {rule}, got {value}")
+        check_policy_factory(policy)
         self.save_hyperparameters()  # under LightningCLI: the whole model config, so ckpt_path resumes parse
         self.automatic_optimization = False
         self.env_factory, self.policy_factory = env, policy
@@ -397,6 +432,10 @@ class PPO(LightningModule):
             object.__setattr__(self, "_compiled_policy", torch.compile(self.policy))
         # PPO consumes each step's pixels before the next step: no per-step copy of the views.
         self.env.share_pixel_buffer = True
+        # PPO steps on from td["next"] and bootstraps truncations from `final_record` in one
+        # batch per rollout, so the env's next observation is the new episode's first one
+        # (TorchRL's contract would render every reset slot's last views once more per step).
+        self.env.next_observation = "reset"
         if device.type == "cuda":
             # cuDNN's fused attention failed its backward under bf16 autocast on an H200 at
             # 16,384-sample chunks (mha_graph.execute ... is_good()).
@@ -492,12 +531,21 @@ class PPO(LightningModule):
             self.policy.parameters(), lr=h.learning_rate, betas=tuple(h.betas), eps=h.eps, weight_decay=h.weight_decay
         )
         total = self.total_iterations()
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda it: 0.5 * (1.0 + math.cos(math.pi * min(it, total) / total))
-        )
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: cosine_factor(it, total))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
+    def _schedule_learning_rate(self) -> None:
+        """The learning rate of the iteration about to run, on this run's schedule. A resumed run
+        restores the optimizer's rate of the run it continues, which is the end of *that* run's
+        schedule (0 once it finished): with a larger ``max_iterations`` the cosine is recomputed
+        over the new total, so training goes on at its rate there instead of at 0."""
+        scheduler = self.lr_schedulers()
+        factor = cosine_factor(int(self.iteration), self.total_iterations())
+        for group, base in zip(self.optimizers().param_groups, scheduler.base_lrs, strict=True):
+            group["lr"] = base * factor
+
     def on_train_start(self) -> None:
+        self._schedule_learning_rate()
         saved = self._resume_state()
         self._resume = None
         if saved is not None:
@@ -852,7 +900,13 @@ class PPO(LightningModule):
             metrics[f"perf/seconds/{phase}"] = torch.tensor(s)
             metrics[f"perf/agent_steps_per_s/{phase}"] = torch.tensor(agent_steps / max(s, 1e-9))
         metrics = {k: torch.as_tensor(v, dtype=torch.float32).detach().to(self.device) for k, v in metrics.items()}
-        self.log_dict(metrics, on_step=True, on_epoch=False, sync_dist=False)
+        # callback_metrics for callbacks; the loggers get them at the run's one x-axis, the
+        # iterations completed, as the evaluation scalars and images (`pictura.callbacks.axis`)
+        self.log_dict(metrics, on_step=True, on_epoch=False, sync_dist=False, logger=False)
+        if self.trainer.is_global_zero:
+            values = dict(zip(metrics, torch.stack(list(metrics.values())).tolist(), strict=True))
+            for logger in self.loggers:
+                logger.log_metrics(values, step=int(self.iteration))
         self.log("agent_steps_per_s", metrics["perf/agent_steps_per_s"], prog_bar=True, logger=False)
         self.log("iteration", metrics["train/iteration"], prog_bar=True, logger=False)
 

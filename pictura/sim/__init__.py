@@ -21,7 +21,7 @@ from pictura.sim.features import (
 )
 from pictura.sim.model import Model
 from pictura.sim.state import Control, State
-from pictura.sim.step import reset, slot_utilisation, step
+from pictura.sim.step import reset, reset_worlds, slot_utilisation, step
 
 __all__ = [
     "CONDITIONING_TABLE",
@@ -41,6 +41,7 @@ __all__ = [
     "State",
     "build_model",
     "reset",
+    "reset_worlds",
     "slot_utilisation",
     "step",
 ]

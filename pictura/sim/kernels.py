@@ -417,6 +417,24 @@ def reset_clock_kernel(model: ModelData, seed: int, state: StateData):
 
 
 @wp.kernel
+def reset_worlds_clock_kernel(model: ModelData, world_mask: wp.array(dtype=wp.int32), state: StateData):
+    """`reset_worlds`: flag the masked worlds for the reset launches and start their next
+    episode (the episode counter keys their draws, so the new episode differs from the last);
+    the other worlds keep their clock. Clears ``world_active_count`` (`observe_kernel`
+    recounts every world)."""
+    w = wp.tid()
+    state.world_active_count[w] = 0
+    state.world_reset[w] = 0
+    if world_mask[w] == 0:
+        return
+    state.world_episode[w] = state.world_episode[w] + 1
+    state.world_step[w] = 0
+    state.world_reset[w] = 1
+    if model.replay == 0 and model.block_slots == 0:
+        draw_agent_count(model, state, w)  # packed layouts: `pack_records_kernel`
+
+
+@wp.kernel
 def pack_records_kernel(model: ModelData, state: StateData):
     """Packed layouts, one thread per world record of a resetting block: the block's records
     draw their agent counts U{agents_lo, agents_hi} in order (each from its own RNG stream,

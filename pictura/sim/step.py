@@ -167,6 +167,31 @@ def reset(model: Model, state: State, seed: int) -> None:
         wp.copy(getattr(state, "final_" + name), getattr(state, name))
 
 
+def reset_worlds(model: Model, state: State, world_mask: wp.array) -> None:
+    """Reset the worlds of ``state`` whose ``world_mask`` (W,) int32 entry is nonzero, in place,
+    through the same respawn code as the resets inside `step`: each starts its next episode
+    (``world_episode`` + 1, so its draws differ from the last one's), the other worlds carry on
+    untouched. A packed layout's world records reset with their whole block: the mask must
+    hold every record of a block or none (``ValueError`` otherwise; one host read). The
+    ``final_*`` arrays equal the regular ones afterwards, as after `reset`."""
+    W = model.num_worlds
+    if tuple(world_mask.shape) != (W,) or world_mask.dtype != wp.int32:
+        raise ValueError(f"reset_worlds: world_mask must be int32 of shape ({W},), got {world_mask.dtype} {world_mask.shape}")
+    if model.layout.is_packed:
+        blocks = (world_mask.numpy() != 0).reshape(-1, model.layout.worlds_per_block)
+        split = np.flatnonzero(blocks.any(1) & ~blocks.all(1))
+        if len(split):
+            raise ValueError(
+                f"reset_worlds: block {int(split[0])} is reset in part; a packed layout resets all "
+                f"{model.layout.worlds_per_block} world records of a block together"
+            )
+    wp.launch(kernels.reset_worlds_clock_kernel, W, inputs=[model.data, world_mask], outputs=[state.data], device=model.device)
+    _respawn(model, state, state, from_step=0)
+    _finish(model, state)
+    for name in _FINAL:
+        wp.copy(getattr(state, "final_" + name), getattr(state, name))
+
+
 def boxes_overlap(boxes_a: np.ndarray, boxes_b: np.ndarray, device: str = "cpu") -> np.ndarray:
     """Pairwise SAT test of ``(N, 5)`` rows (x, y, heading, length, width): ``(N,)`` bool.
 

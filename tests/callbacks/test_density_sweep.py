@@ -81,6 +81,10 @@ def test_sweep_logs_every_density_metric_and_a_plot_during_fit(tmp_path):
                 assert tag in tags, tag
                 assert acc.Scalars(tag)[-1].value == pytest.approx(value, rel=1e-6)
     assert "eval/density_sweep" in acc.Tags()["images"]
+    # one x-axis: the sweep after iteration 1 sits at the step of iteration 1's train/ scalars
+    assert [e.step for e in acc.Scalars("train/iteration")] == [1]
+    assert [e.step for e in acc.Scalars("eval/6/goals")] == [0, 1]
+    assert [e.step for e in acc.Images("eval/density_sweep")] == [0, 1]
     assert len(glob.glob(str(tmp_path / "run" / "v0" / "eval" / "density_sweep_iter_*.png"))) == 2
     # the learning-curve records: iteration 0 before any agent-step, then the trained count
     records = read_sweeps(tmp_path / "run" / "v0")

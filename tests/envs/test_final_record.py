@@ -22,7 +22,7 @@ def _env(episode_length: int, observation, block_slots: int = 0) -> DrivingEnv:
         seed=3, maps=[MAP], num_worlds=2, slots_per_world=10, agents_per_world=(6, 10),
         rig=CameraRig(width=32, height=18), observation=observation,
         sim=SimConfig(episode_length=episode_length, early_reset_halted_fraction=1.0),
-        block_slots=block_slots, worlds_per_block=3,
+        block_slots=block_slots, worlds_per_block=3, next_observation="reset",
     )  # fmt: skip
 
 

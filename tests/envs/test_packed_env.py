@@ -23,6 +23,7 @@ def _packed_env(**overrides) -> DrivingEnv:
         seed=5, maps=MAPS, num_worlds=2, slots_per_world=16, agents_per_world=(3, 9), block_slots=16,
         worlds_per_block=4, rig=CameraRig(width=24, height=14),
         sim=SimConfig(episode_length=3, parked_per_world=2), validate_actions=True,
+        next_observation="reset",  # the acting views of PPO's loop, stepped on from td["next"]
     )  # fmt: skip
     kwargs.update(overrides)
     return DrivingEnv(**kwargs)
