@@ -4,7 +4,7 @@
     python benchmarks/render_throughput.py --device cpu --worlds 1 --iters 1 --resolutions 32x18
     python benchmarks/render_throughput.py --device cuda --scene training --resolutions 96x54
 
-Pinned scene (issue 5): ``--map auto`` = ``carla:Town10HD`` when the data root exists, else
+Pinned scene: ``--map auto`` = ``carla:Town10HD`` when the data root exists, else
 ``procedural:seed=0`` (a built-in synthetic grid if neither loads); ``--worlds`` worlds of
 ``--slots-per-world`` slots, ``--agents`` agents and ``--parked`` parked cars per world spawned
 by the simulator (`pictura.sim.build_model` + `reset`; ``--spawn demo`` places them on lanes

@@ -1,5 +1,5 @@
 """Edge coverage of random box poses against the exact polygon-pixel area, per coverage mode
-(issue 5; docs/renderer.md, Known limits). Run:
+(docs/renderer.md, Known limits). Run:
 
     python -m tests.render.coverage_scan --poses 200 --seed 2
 
@@ -64,7 +64,7 @@ def plot_errors(errors: dict[str, np.ndarray], title: str, path: Path) -> None:
         share = (e[None, :] > x[:, None]).mean(1) if e.size else np.zeros_like(x)
         ax.plot(x, np.where(share > 0, share, np.nan), label=f"{LABELS.get(mode, mode)} ({e.size} edge pixels)")
     ax.axvline(EXACT_WITHIN, color="grey", linestyle="--", linewidth=1)
-    ax.text(EXACT_WITHIN + 0.005, 0.5, f"{EXACT_WITHIN} (issue 5)", color="grey", fontsize=8)
+    ax.text(EXACT_WITHIN + 0.005, 0.5, f"{EXACT_WITHIN} (target)", color="grey", fontsize=8)
     ax.set_yscale("log")
     ax.set_xlabel("|coverage - exact pixel area|")
     ax.set_ylabel("share of edge pixels over x")
