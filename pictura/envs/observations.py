@@ -62,7 +62,7 @@ from pictura.sim.slot_table import (
     table_world_count,
     table_world_start,
 )
-from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
+from pictura.sim.snapshot import BOX_ROW_FLOATS, WorldLayout
 
 # No gradients flow through observations.
 wp.set_module_options({"enable_backward": False})
@@ -697,7 +697,7 @@ class VectorizedObservation:
         self.num_slots = layout.num_slots
         self._pack(road_maps)
         self._scratch: tuple[wp.array, wp.array, wp.array] | None = None
-        self._no_parked = wp.full((1, 1, BOX_WIDTH), -1.0, dtype=float, device=device)
+        self._no_parked = wp.full((1, 1, BOX_ROW_FLOATS), -1.0, dtype=float, device=device)
         # A static layout's slot ranges never change: its one row serves every call that passes none.
         self._layout_slot_table = None  # uploaded at first use (`_slot_table_history`)
 
@@ -867,7 +867,7 @@ class VectorizedObservation:
                     raise ValueError(f"slot_table of one step must be (S + 2W = {width},), got {tuple(slot_table.shape)}")
                 slot_table = slot_table[None]
         if agent_box.ndim != 3:
-            raise ValueError(f"agent_box must be (S, {BOX_WIDTH}) or (T, S, {BOX_WIDTH}), got {tuple(agent_box.shape)}")
+            raise ValueError(f"agent_box must be (S, {BOX_ROW_FLOATS}) or (T, S, {BOX_ROW_FLOATS}), got {tuple(agent_box.shape)}")
         T, S = agent_box.shape[:2]
         steps = torch.arange(T, device=agent_box.device, dtype=torch.int32).repeat_interleave(S)
         slots = torch.arange(S, device=agent_box.device, dtype=torch.int32).repeat(T)
@@ -910,8 +910,8 @@ class VectorizedObservation:
         if out is not None:
             out = {k: _as_torch(v) for k, v in out.items()}
         S = self.num_slots
-        if agent_box_hist.ndim != 3 or tuple(agent_box_hist.shape[1:]) != (S, BOX_WIDTH):
-            raise ValueError(f"agent_box must be (T, {S}, {BOX_WIDTH}), got {tuple(agent_box_hist.shape)}")
+        if agent_box_hist.ndim != 3 or tuple(agent_box_hist.shape[1:]) != (S, BOX_ROW_FLOATS):
+            raise ValueError(f"agent_box must be (T, {S}, {BOX_ROW_FLOATS}), got {tuple(agent_box_hist.shape)}")
         T = agent_box_hist.shape[0]
         L = self.layout.light_count
         if light_hist.ndim != 2 or tuple(light_hist.shape) != (T, L):
@@ -931,8 +931,8 @@ class VectorizedObservation:
             parked = self._no_parked
         else:
             W = self.layout.num_worlds
-            if parked_hist.ndim != 3 or parked_hist.shape[-1] != BOX_WIDTH or parked_hist.shape[1] % W:
-                raise ValueError(f"parked_box must be (T, W * P, {BOX_WIDTH}) with W={W}, got {tuple(parked_hist.shape)}")
+            if parked_hist.ndim != 3 or parked_hist.shape[-1] != BOX_ROW_FLOATS or parked_hist.shape[1] % W:
+                raise ValueError(f"parked_box must be (T, W * P, {BOX_ROW_FLOATS}) with W={W}, got {tuple(parked_hist.shape)}")
             parked_per_world = parked_hist.shape[1] // W
             parked = wp.from_torch(parked_hist.float().contiguous())
         if N == 0:

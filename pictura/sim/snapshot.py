@@ -5,16 +5,17 @@ PPO re-renders minibatches from a history of these snapshots instead of storing 
 `pictura.sim` and `pictura.render`: one source of truth for both.
 
 Per step:
-- ``agent_box``  ``(box, BOX_WIDTH)`` float32 with ``WorldLayout.box_count`` = S + P rows: rows
+- ``agent_box``  ``(box, BOX_ROW_FLOATS)`` float32 with ``WorldLayout.box_count`` = S + P rows: rows
   ``0..S`` are the agent slots, rows ``S + w * parked_per_world ..`` world ``w``'s parked cars
   (static; they take no slot and never act). Each row: x, y, z (m, box bottom centre), heading (rad),
-  length, width, height (m), kind (AGENT_* as float; ``BOX_INVALID`` = -1 for an empty slot).
+  length, width, height (m), kind (AGENT_* as float; ``BOX_INVALID`` = -1 for an empty slot):
+  columns ``BOX_COL_*``; NumPy and torch code reads them by name through `BoxView`.
 - ``light_state`` ``(world_light,)`` int32 LIGHT_* for every light of every world, world ``w``'s
   lights starting at ``WorldLayout.world_light_start[w]``.
 - ``slot_table`` ``(S + 2 W,)`` int32: this step's slot ranges (`pictura.sim.slot_table`); a
   static layout's never changes (`WorldLayout.slot_table`), a packed layout's changes at every
   block reset.
-A history stacks them: ``(step, box, BOX_WIDTH)``, ``(step, world_light)`` and ``(step, S + 2 W)``
+A history stacks them: ``(step, box, BOX_ROW_FLOATS)``, ``(step, world_light)`` and ``(step, S + 2 W)``
 (or one slot-table row for every step).
 """
 
@@ -24,10 +25,73 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BOX_X, BOX_Y, BOX_Z, BOX_HEADING, BOX_LENGTH, BOX_WIDTH_, BOX_HEIGHT, BOX_KIND = range(8)
-BOX_WIDTH = 8
-"""Floats per agent box (32 bytes per agent-step)."""
+BOX_COL_X, BOX_COL_Y, BOX_COL_Z, BOX_COL_HEADING, BOX_COL_LENGTH, BOX_COL_WIDTH, BOX_COL_HEIGHT, BOX_COL_KIND = range(8)
+"""Column of each field in an ``agent_box`` row (kernels index by these; other code uses `BoxView`)."""
+BOX_ROW_FLOATS = 8
+"""Floats per agent box row (32 bytes per agent-step)."""
 BOX_INVALID = -1.0
+"""The kind of an empty row."""
+
+
+def _column(col: int, doc: str) -> property:
+    def get(self: BoxView):
+        return self.rows[..., col]
+
+    def set(self: BoxView, value) -> None:
+        self.rows[..., col] = value
+
+    return property(get, set, doc=doc)
+
+
+def _columns(start: int, stop: int, doc: str) -> property:
+    return property(lambda self: self.rows[..., start:stop], doc=doc)
+
+
+class BoxView:
+    """Named fields of ``agent_box`` rows: a NumPy array or torch tensor whose last axis is the
+    ``BOX_ROW_FLOATS`` columns, any leading axes. A field is a view of its column (indexing
+    ``rows[..., col]``), so assigning to one writes into the rows."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows):
+        if rows.shape[-1:] != (BOX_ROW_FLOATS,):
+            raise ValueError(f"agent_box rows must end in {BOX_ROW_FLOATS} columns, got {tuple(rows.shape)}")
+        self.rows = rows
+
+    x = _column(BOX_COL_X, "x of the box's bottom centre (m)")
+    y = _column(BOX_COL_Y, "y of the box's bottom centre (m)")
+    z = _column(BOX_COL_Z, "z of the box's bottom (m)")
+    heading = _column(BOX_COL_HEADING, "heading (rad)")
+    length = _column(BOX_COL_LENGTH, "length (m)")
+    width = _column(BOX_COL_WIDTH, "width (m)")
+    height = _column(BOX_COL_HEIGHT, "height (m)")
+    kind = _column(BOX_COL_KIND, "AGENT_* as float; BOX_INVALID for an empty row")
+    xy = _columns(BOX_COL_X, BOX_COL_Y + 1, "(..., 2) x, y")
+    xyz = _columns(BOX_COL_X, BOX_COL_Z + 1, "(..., 3) x, y, z")
+    size = _columns(BOX_COL_LENGTH, BOX_COL_HEIGHT + 1, "(..., 3) length, width, height")
+
+    @property
+    def valid(self):
+        """Rows that hold a box (kind is not BOX_INVALID)."""
+        return self.kind != BOX_INVALID
+
+
+def box_row(*, x, y, z, heading, length, width, height, kind) -> list:
+    """One ``agent_box`` row's ``BOX_ROW_FLOATS`` values, each at its column."""
+    row = [0.0] * BOX_ROW_FLOATS
+    for col, value in (
+        (BOX_COL_X, x),
+        (BOX_COL_Y, y),
+        (BOX_COL_Z, z),
+        (BOX_COL_HEADING, heading),
+        (BOX_COL_LENGTH, length),
+        (BOX_COL_WIDTH, width),
+        (BOX_COL_HEIGHT, height),
+        (BOX_COL_KIND, kind),
+    ):
+        row[col] = value
+    return row
 
 
 @dataclass(frozen=True)
