@@ -22,6 +22,7 @@ from pictura.sim.geometry import (
 )
 from pictura.sim.lanes import ASSOCIATION_WIDTHS, grid_cell_range
 from pictura.sim.model_data import ModelData
+from pictura.sim.snapshot import BoxCol
 from pictura.sim.state import StateData
 
 RED_LIGHT_RADIUS_M = 10.0
@@ -74,15 +75,15 @@ def hits_parked(
     row0 = model.num_slots + w * model.parked_per_world
     hit = int(0)
     for row in range(row0 + first, row0 + model.parked_per_world, stride):
-        if hit == 0 and parked_box[row, 7] >= 0.0:
-            lo = parked_box[row, 4]
-            wo = parked_box[row, 5]
+        if hit == 0 and parked_box[row, BoxCol.KIND] >= 0.0:
+            lo = parked_box[row, BoxCol.LENGTH]
+            wo = parked_box[row, BoxCol.WIDTH]
             ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
-            q = wp.vec3(parked_box[row, 0], parked_box[row, 1], parked_box[row, 2])
+            q = wp.vec3(parked_box[row, BoxCol.X], parked_box[row, BoxCol.Y], parked_box[row, BoxCol.Z])
             reach = circle[3] + ro
             d = xy(q) - wp.vec2(circle[0], circle[1])
             if wp.dot(d, d) < reach * reach and wp.abs(q[2] - p[2]) < Z_TOLERANCE_M:
-                ho = parked_box[row, 3]
+                ho = parked_box[row, BoxCol.HEADING]
                 if swept_boxes_overlap(p0, h0, xy(p), h, l, wd, xy(q), ho, xy(q), ho, lo, wo):
                     hit = 1
     return hit

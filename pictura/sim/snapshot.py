@@ -9,7 +9,7 @@ Per step:
   ``0..S`` are the agent slots, rows ``S + w * parked_per_world ..`` world ``w``'s parked cars
   (static; they take no slot and never act). Each row: x, y, z (m, box bottom centre), heading (rad),
   length, width, height (m), kind (AGENT_* as float; ``BOX_INVALID`` = -1 for an empty slot):
-  columns ``BOX_COL_*``; NumPy and torch code reads them by name through `BoxView`.
+  columns `BoxCol`; NumPy and torch code reads them by name through `BoxView`.
 - ``light_state`` ``(world_light,)`` int32 LIGHT_* for every light of every world, world ``w``'s
   lights starting at ``WorldLayout.world_light_start[w]``.
 - ``slot_table`` ``(S + 2 W,)`` int32: this step's slot ranges (`pictura.sim.slot_table`); a
@@ -25,8 +25,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BOX_COL_X, BOX_COL_Y, BOX_COL_Z, BOX_COL_HEADING, BOX_COL_LENGTH, BOX_COL_WIDTH, BOX_COL_HEIGHT, BOX_COL_KIND = range(8)
-"""Column of each field in an ``agent_box`` row (kernels index by these; other code uses `BoxView`)."""
+
+class BoxCol:
+    """Column of each field in an ``agent_box`` row. Warp kernels index by these
+    (``agent_box[step, slot, BoxCol.KIND]``); other code reads rows through `BoxView`."""
+
+    X = 0
+    Y = 1
+    Z = 2
+    HEADING = 3
+    LENGTH = 4
+    WIDTH = 5
+    HEIGHT = 6
+    KIND = 7
+
+
 BOX_ROW_FLOATS = 8
 """Floats per agent box row (32 bytes per agent-step)."""
 BOX_INVALID = -1.0
@@ -59,17 +72,17 @@ class BoxView:
             raise ValueError(f"agent_box rows must end in {BOX_ROW_FLOATS} columns, got {tuple(rows.shape)}")
         self.rows = rows
 
-    x = _column(BOX_COL_X, "x of the box's bottom centre (m)")
-    y = _column(BOX_COL_Y, "y of the box's bottom centre (m)")
-    z = _column(BOX_COL_Z, "z of the box's bottom (m)")
-    heading = _column(BOX_COL_HEADING, "heading (rad)")
-    length = _column(BOX_COL_LENGTH, "length (m)")
-    width = _column(BOX_COL_WIDTH, "width (m)")
-    height = _column(BOX_COL_HEIGHT, "height (m)")
-    kind = _column(BOX_COL_KIND, "AGENT_* as float; BOX_INVALID for an empty row")
-    xy = _columns(BOX_COL_X, BOX_COL_Y + 1, "(..., 2) x, y")
-    xyz = _columns(BOX_COL_X, BOX_COL_Z + 1, "(..., 3) x, y, z")
-    size = _columns(BOX_COL_LENGTH, BOX_COL_HEIGHT + 1, "(..., 3) length, width, height")
+    x = _column(BoxCol.X, "x of the box's bottom centre (m)")
+    y = _column(BoxCol.Y, "y of the box's bottom centre (m)")
+    z = _column(BoxCol.Z, "z of the box's bottom (m)")
+    heading = _column(BoxCol.HEADING, "heading (rad)")
+    length = _column(BoxCol.LENGTH, "length (m)")
+    width = _column(BoxCol.WIDTH, "width (m)")
+    height = _column(BoxCol.HEIGHT, "height (m)")
+    kind = _column(BoxCol.KIND, "AGENT_* as float; BOX_INVALID for an empty row")
+    xy = _columns(BoxCol.X, BoxCol.Y + 1, "(..., 2) x, y")
+    xyz = _columns(BoxCol.X, BoxCol.Z + 1, "(..., 3) x, y, z")
+    size = _columns(BoxCol.LENGTH, BoxCol.HEIGHT + 1, "(..., 3) length, width, height")
 
     @property
     def valid(self):
@@ -81,14 +94,14 @@ def box_row(*, x, y, z, heading, length, width, height, kind) -> list:
     """One ``agent_box`` row's ``BOX_ROW_FLOATS`` values, each at its column."""
     row = [0.0] * BOX_ROW_FLOATS
     for col, value in (
-        (BOX_COL_X, x),
-        (BOX_COL_Y, y),
-        (BOX_COL_Z, z),
-        (BOX_COL_HEADING, heading),
-        (BOX_COL_LENGTH, length),
-        (BOX_COL_WIDTH, width),
-        (BOX_COL_HEIGHT, height),
-        (BOX_COL_KIND, kind),
+        (BoxCol.X, x),
+        (BoxCol.Y, y),
+        (BoxCol.Z, z),
+        (BoxCol.HEADING, heading),
+        (BoxCol.LENGTH, length),
+        (BoxCol.WIDTH, width),
+        (BoxCol.HEIGHT, height),
+        (BoxCol.KIND, kind),
     ):
         row[col] = value
     return row

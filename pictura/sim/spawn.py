@@ -57,7 +57,7 @@ from pictura.sim.geometry import Z_TOLERANCE_M, box_hits_segment, boxes_overlap,
 from pictura.sim.goals import NO_GOAL_REQUEST, request_goal_set
 from pictura.sim.lanes import GOAL_WALK_TRIES, grid_cell_range, lane_speed_limit
 from pictura.sim.model_data import ModelData
-from pictura.sim.snapshot import BOX_INVALID
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxCol
 from pictura.sim.state import StateData
 from pictura.sim.traffic import JUNCTION_ALWAYS_GREEN, JUNCTION_CYCLING, JUNCTION_OFF, light_phase
 
@@ -685,14 +685,14 @@ def place_agent(model: ModelData, state: StateData, w: int, slot: int, attempt: 
 @wp.func
 def place_parked(model: ModelData, state: StateData, row: int, pose: wp.vec4, motion: wp.vec4):
     """Write a parked car's accepted try into its snapshot row."""
-    state.agent_box[row, 0] = pose[0]
-    state.agent_box[row, 1] = pose[1]
-    state.agent_box[row, 2] = pose[2]
-    state.agent_box[row, 3] = pose[3]
-    state.agent_box[row, 4] = motion[1]
-    state.agent_box[row, 5] = motion[2]
-    state.agent_box[row, 6] = model.parked_height
-    state.agent_box[row, 7] = float(_VEHICLE)
+    state.agent_box[row, BoxCol.X] = pose[0]
+    state.agent_box[row, BoxCol.Y] = pose[1]
+    state.agent_box[row, BoxCol.Z] = pose[2]
+    state.agent_box[row, BoxCol.HEADING] = pose[3]
+    state.agent_box[row, BoxCol.LENGTH] = motion[1]
+    state.agent_box[row, BoxCol.WIDTH] = motion[2]
+    state.agent_box[row, BoxCol.HEIGHT] = model.parked_height
+    state.agent_box[row, BoxCol.KIND] = float(_VEHICLE)
 
 
 @wp.func
@@ -794,6 +794,6 @@ def begin_row_reset(model: ModelData, state: StateData, row: int):
         if local < state.world_agent_count[w]:
             draw_agent(model, state, row, local, agents_key(state, w))
     else:
-        for c in range(8):
+        for c in range(BOX_ROW_FLOATS):
             state.agent_box[row, c] = 0.0
-        state.agent_box[row, 7] = _BOX_INVALID
+        state.agent_box[row, BoxCol.KIND] = _BOX_INVALID
