@@ -44,6 +44,7 @@ from pictura.envs.observations import (  # noqa: E402
     VectorizedObservationConfig,
 )
 from pictura.sim import NUM_ACTIONS  # noqa: E402
+from pictura.sim.snapshot import BoxView  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,7 +73,7 @@ def window_candidates(
     }
     for slot in sample.tolist():
         m = int(layout.world_map[layout.slot_world[slot]])
-        origin, heading = box[slot, :2], box[slot, 3]
+        origin, heading = BoxView(box).xy[slot], BoxView(box).heading[slot]
         c, s = torch.cos(heading), torch.sin(heading)
         for key in counts:
             d = mids[key][ends[key][m] : ends[key][m + 1]] - origin
@@ -151,7 +152,7 @@ def main() -> None:
         warmup=1,
     )
 
-    occupied = torch.nonzero(box_hist[-1, :, 7] >= 0).flatten().cpu()
+    occupied = torch.nonzero(BoxView(box_hist[-1]).kind >= 0).flatten().cpu()
     sample = occupied[torch.randperm(len(occupied))[: args.sample]]
     counts = window_candidates(obs, box_hist[-1], sample)
     capacity = {"lanes": obs.max_lanes, "boundaries": obs.max_boundaries}

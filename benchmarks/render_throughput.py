@@ -45,7 +45,7 @@ from pictura.maps.roadmap import RoadMap, pack_polylines  # noqa: E402
 from pictura.render import CameraRig, Renderer  # noqa: E402
 from pictura.render.demo import spawn_snapshot  # noqa: E402
 from pictura.render.kernels import COVERAGE_MODES, DEFAULT_COVERAGE  # noqa: E402
-from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, WorldLayout  # noqa: E402
+from pictura.sim.snapshot import BoxView, WorldLayout  # noqa: E402
 
 RESOLUTIONS = ((32, 18), (64, 36), (96, 54), (192, 108), (384, 216))
 
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> None:
     agents = (1, args.agents) if args.scene == "training" else (args.agents, args.agents)
     layout, boxes, lights, how = spawn_scene(road_maps, agents, args, args.device)
     slots = np.arange(layout.num_slots, dtype=np.int32)
-    active = boxes[: layout.num_slots, BOX_KIND] != BOX_INVALID  # just reset: every agent is active
+    active = BoxView(boxes[: layout.num_slots]).valid  # just reset: every agent is active
     egos = slots[active] if args.requests == "active" else np.where(active, slots, -1).astype(np.int32)
     requests = np.stack([np.zeros(len(egos), np.int32), egos], 1)
     valid = egos >= 0

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.render_throughput import load_scene, pick_sources, spawn_scene  # noqa: E402
 from pictura.render import CameraRig, Renderer, common, fragments, raster, scene  # noqa: E402
+from pictura.sim.snapshot import BoxView  # noqa: E402
 
 KINDS = {"agent": scene.REF_AGENT, "line": scene.REF_LINE, "wall": scene.REF_WALL, "light": scene.REF_LIGHT}
 
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     road_maps = [load_scene(source) for source in pick_sources("pinned", args.map)]
     spawn = SimpleNamespace(worlds=args.worlds, slots_per_world=128, parked=args.parked, spawn="sim")
     layout, boxes, lights, _ = spawn_scene(road_maps, (args.agents, args.agents), spawn, args.device)
-    egos = np.flatnonzero(boxes[: layout.num_slots, 7] >= 0).astype(np.int32)
+    egos = np.flatnonzero(BoxView(boxes[: layout.num_slots]).kind >= 0).astype(np.int32)
     requests = np.stack([np.zeros(len(egos), np.int32), egos], 1)
     for res in args.resolutions.split(","):
         w, h = (int(x) for x in res.split("x"))

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pictura.maps import load_road_map  # noqa: E402
 from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_RED, LIGHT_YELLOW  # noqa: E402
 from pictura.sim import EVENTS, SimConfig, build_model, reset, step  # noqa: E402
-from pictura.sim.snapshot import BOX_INVALID, WorldLayout  # noqa: E402
+from pictura.sim.snapshot import BoxView, WorldLayout  # noqa: E402
 
 
 def overlaps(boxes: np.ndarray, z: np.ndarray, ok: np.ndarray) -> int:
@@ -149,7 +149,7 @@ def main() -> None:
             parked = s0.agent_box.numpy()[S:].reshape(W, P, 8)[ws]
             boxes = np.concatenate([agents, parked[..., [0, 1, 3, 4, 5]]], 1)
             z = np.concatenate([pos[..., 2], parked[..., 2]], 1)
-            ok = np.concatenate([valid, parked[..., 7] != BOX_INVALID], 1)
+            ok = np.concatenate([valid, BoxView(parked).valid], 1)
             spawn_overlaps += overlaps(boxes, z, ok)
             spawn_checks += len(ws)
     wall = time.perf_counter() - t0

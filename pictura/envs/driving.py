@@ -51,7 +51,7 @@ from pictura.sim import (
     reset_worlds,
     step,
 )
-from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
+from pictura.sim.snapshot import BOX_ROW_FLOATS, WorldLayout
 from pictura.sim.state import StateData
 
 SNAPSHOT_KEYS = ("agent_box", "light_state", "slot_table")
@@ -340,8 +340,8 @@ class DrivingEnv(EnvBase):
         """
         rows = self.layout.box_count
         box = history["agent_box"]
-        if box.ndim != 3 or box.shape[1:] != (rows, BOX_WIDTH):
-            raise ValueError(f"history['agent_box'] must be (T, {rows}, {BOX_WIDTH}), got {tuple(box.shape)}")
+        if box.ndim != 3 or box.shape[1:] != (rows, BOX_ROW_FLOATS):
+            raise ValueError(f"history['agent_box'] must be (T, {rows}, {BOX_ROW_FLOATS}), got {tuple(box.shape)}")
         # indices may come from the host (probes, tools): the renderer needs them on its device
         requests = torch.stack([steps.to(torch.int32), slots.to(torch.int32)], dim=1).to(self.device)
         out = self._new_pixels(requests.shape[0])

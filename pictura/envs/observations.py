@@ -62,7 +62,7 @@ from pictura.sim.slot_table import (
     table_world_count,
     table_world_start,
 )
-from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
+from pictura.sim.snapshot import BOX_ROW_FLOATS, BoxCol, WorldLayout
 
 # No gradients flow through observations.
 wp.set_module_options({"enable_backward": False})
@@ -486,9 +486,9 @@ def vectorized_observation_kernel(
     max_lanes = lanes_out.shape[1]
     max_boundaries = boundaries_out.shape[1]
     max_traffic = traffic_out.shape[1]
-    occupied = agent_box[step, slot, 7] >= 0.0  # an empty slot gets empty sets
-    origin = wp.vec2(agent_box[step, slot, 0], agent_box[step, slot, 1])
-    heading = agent_box[step, slot, 3]
+    occupied = agent_box[step, slot, BoxCol.KIND] >= 0.0  # an empty slot gets empty sets
+    origin = wp.vec2(agent_box[step, slot, BoxCol.X], agent_box[step, slot, BoxCol.Y])
+    heading = agent_box[step, slot, BoxCol.HEADING]
     c = wp.cos(heading)
     s = wp.sin(heading)
     num_slots = agent_box.shape[1]
@@ -504,15 +504,15 @@ def vectorized_observation_kernel(
             clear_run(row, 0, max_partners, scratch_dist, scratch_item)
             s0 = table_world_start(slot_table, table_step, num_slots, world)
             for other in range(s0, s0 + table_world_count(slot_table, table_step, num_slots, world)):
-                if other != slot and agent_box[step, other, 7] >= 0.0:
-                    rel = to_ego(wp.vec2(agent_box[step, other, 0], agent_box[step, other, 1]), origin, c, s)
+                if other != slot and agent_box[step, other, BoxCol.KIND] >= 0.0:
+                    rel = to_ego(wp.vec2(agent_box[step, other, BoxCol.X], agent_box[step, other, BoxCol.Y]), origin, c, s)
                     if in_window(rel):
                         insert_nearest(row, 0, max_partners, wp.length(rel), other, scratch_dist, scratch_item)
                         found += 1
             for p in range(parked_per_world):
                 prow = world * parked_per_world + p
-                if parked_box[parked_step, prow, 7] >= 0.0:
-                    rel = to_ego(wp.vec2(parked_box[parked_step, prow, 0], parked_box[parked_step, prow, 1]), origin, c, s)
+                if parked_box[parked_step, prow, BoxCol.KIND] >= 0.0:
+                    rel = to_ego(wp.vec2(parked_box[parked_step, prow, BoxCol.X], parked_box[parked_step, prow, BoxCol.Y]), origin, c, s)
                     if in_window(rel):
                         insert_nearest(
                             row, 0, max_partners, wp.length(rel), num_slots + prow, scratch_dist, scratch_item
@@ -529,19 +529,19 @@ def vectorized_observation_kernel(
                 width = float(0.0)
                 v = float(0.0)
                 if item < num_slots:
-                    x = agent_box[step, item, 0]
-                    y = agent_box[step, item, 1]
-                    h = agent_box[step, item, 3]
-                    length = agent_box[step, item, 4]
-                    width = agent_box[step, item, 5]
+                    x = agent_box[step, item, BoxCol.X]
+                    y = agent_box[step, item, BoxCol.Y]
+                    h = agent_box[step, item, BoxCol.HEADING]
+                    length = agent_box[step, item, BoxCol.LENGTH]
+                    width = agent_box[step, item, BoxCol.WIDTH]
                     v = speed[step, item]
                 else:
                     prow = item - num_slots
-                    x = parked_box[parked_step, prow, 0]
-                    y = parked_box[parked_step, prow, 1]
-                    h = parked_box[parked_step, prow, 3]
-                    length = parked_box[parked_step, prow, 4]
-                    width = parked_box[parked_step, prow, 5]
+                    x = parked_box[parked_step, prow, BoxCol.X]
+                    y = parked_box[parked_step, prow, BoxCol.Y]
+                    h = parked_box[parked_step, prow, BoxCol.HEADING]
+                    length = parked_box[parked_step, prow, BoxCol.LENGTH]
+                    width = parked_box[parked_step, prow, BoxCol.WIDTH]
                 rel = to_ego(wp.vec2(x, y), origin, c, s)
                 partners_out[row, j, 0] = rel[0] / _POS
                 partners_out[row, j, 1] = rel[1] / _POS
@@ -697,7 +697,7 @@ class VectorizedObservation:
         self.num_slots = layout.num_slots
         self._pack(road_maps)
         self._scratch: tuple[wp.array, wp.array, wp.array] | None = None
-        self._no_parked = wp.full((1, 1, BOX_WIDTH), -1.0, dtype=float, device=device)
+        self._no_parked = wp.full((1, 1, BOX_ROW_FLOATS), -1.0, dtype=float, device=device)
         # A static layout's slot ranges never change: its one row serves every call that passes none.
         self._layout_slot_table = None  # uploaded at first use (`_slot_table_history`)
 
@@ -867,7 +867,7 @@ class VectorizedObservation:
                     raise ValueError(f"slot_table of one step must be (S + 2W = {width},), got {tuple(slot_table.shape)}")
                 slot_table = slot_table[None]
         if agent_box.ndim != 3:
-            raise ValueError(f"agent_box must be (S, {BOX_WIDTH}) or (T, S, {BOX_WIDTH}), got {tuple(agent_box.shape)}")
+            raise ValueError(f"agent_box must be (S, {BOX_ROW_FLOATS}) or (T, S, {BOX_ROW_FLOATS}), got {tuple(agent_box.shape)}")
         T, S = agent_box.shape[:2]
         steps = torch.arange(T, device=agent_box.device, dtype=torch.int32).repeat_interleave(S)
         slots = torch.arange(S, device=agent_box.device, dtype=torch.int32).repeat(T)
@@ -910,8 +910,8 @@ class VectorizedObservation:
         if out is not None:
             out = {k: _as_torch(v) for k, v in out.items()}
         S = self.num_slots
-        if agent_box_hist.ndim != 3 or tuple(agent_box_hist.shape[1:]) != (S, BOX_WIDTH):
-            raise ValueError(f"agent_box must be (T, {S}, {BOX_WIDTH}), got {tuple(agent_box_hist.shape)}")
+        if agent_box_hist.ndim != 3 or tuple(agent_box_hist.shape[1:]) != (S, BOX_ROW_FLOATS):
+            raise ValueError(f"agent_box must be (T, {S}, {BOX_ROW_FLOATS}), got {tuple(agent_box_hist.shape)}")
         T = agent_box_hist.shape[0]
         L = self.layout.light_count
         if light_hist.ndim != 2 or tuple(light_hist.shape) != (T, L):
@@ -931,8 +931,8 @@ class VectorizedObservation:
             parked = self._no_parked
         else:
             W = self.layout.num_worlds
-            if parked_hist.ndim != 3 or parked_hist.shape[-1] != BOX_WIDTH or parked_hist.shape[1] % W:
-                raise ValueError(f"parked_box must be (T, W * P, {BOX_WIDTH}) with W={W}, got {tuple(parked_hist.shape)}")
+            if parked_hist.ndim != 3 or parked_hist.shape[-1] != BOX_ROW_FLOATS or parked_hist.shape[1] % W:
+                raise ValueError(f"parked_box must be (T, W * P, {BOX_ROW_FLOATS}) with W={W}, got {tuple(parked_hist.shape)}")
             parked_per_world = parked_hist.shape[1] // W
             parked = wp.from_torch(parked_hist.float().contiguous())
         if N == 0:

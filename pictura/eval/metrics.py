@@ -39,7 +39,7 @@ import math
 import numpy as np
 import torch
 
-from pictura.sim.snapshot import BOX_HEADING, BOX_KIND, BOX_LENGTH, BOX_WIDTH, BOX_WIDTH_, BOX_X, BOX_Y, BOX_Z
+from pictura.sim.snapshot import BOX_ROW_FLOATS, BoxView
 
 METRICS = ("at_fault_collision", "offroad", "red_light", "goals", "km_per_infraction")
 """The five reported metrics, in table-column order."""
@@ -133,10 +133,10 @@ def collision_at_fault(
     K = slots_per_world
     W = S // K
     partner_is_agent = found & (partner < K)
-    h, length = b[:, :K, BOX_HEADING], b[:, :K, BOX_LENGTH]
-    ego = b[:, :K]
-    other = b.gather(1, partner[..., None].expand(-1, -1, BOX_WIDTH))  # (W, K, 8)
-    dx, dy = other[..., BOX_X] - ego[..., BOX_X], other[..., BOX_Y] - ego[..., BOX_Y]
+    ego = BoxView(b[:, :K])
+    h, length = ego.heading, ego.length
+    other = BoxView(b.gather(1, partner[..., None].expand(-1, -1, BOX_ROW_FLOATS)))  # (W, K, 8)
+    dx, dy = other.x - ego.x, other.y - ego.y
     rel_x = torch.cos(h) * dx + torch.sin(h) * dy
     v = speed.reshape(W, K)
     struck_from_behind = partner_is_agent & (rel_x < -0.5 * length) & (v >= 0)
@@ -181,13 +181,14 @@ def _nearest_partner(
     if slots_per_world < 1 or S % slots_per_world:
         raise ValueError(f"slots_per_world={slots_per_world} does not divide the {S} slots")
     K, P, W = slots_per_world, parked_per_world, S // slots_per_world
-    if boxes.shape != (S + W * P, BOX_WIDTH):
-        raise ValueError(f"boxes must be ({S + W * P}, {BOX_WIDTH}) for {S} slots + {W}x{P} parked, got {tuple(boxes.shape)}")
+    if boxes.shape != (S + W * P, BOX_ROW_FLOATS):
+        raise ValueError(f"boxes must be ({S + W * P}, {BOX_ROW_FLOATS}) for {S} slots + {W}x{P} parked, got {tuple(boxes.shape)}")
     b = boxes.to(torch.float32)
-    b = torch.cat([b[:S].reshape(W, K, BOX_WIDTH), b[S:].reshape(W, P, BOX_WIDTH)], dim=1)  # (W, K+P, 8)
-    x, y, z = b[..., BOX_X], b[..., BOX_Y], b[..., BOX_Z]
-    length, width = b[..., BOX_LENGTH], b[..., BOX_WIDTH_]
-    valid = b[..., BOX_KIND] >= 0
+    b = torch.cat([b[:S].reshape(W, K, BOX_ROW_FLOATS), b[S:].reshape(W, P, BOX_ROW_FLOATS)], dim=1)  # (W, K+P, 8)
+    view = BoxView(b)
+    x, y, z = view.x, view.y, view.z
+    length, width = view.length, view.width
+    valid = view.kind >= 0
     radius = 0.5 * torch.sqrt(length * length + width * width)
     # (W, ego K, other K+P): other minus ego
     dx = x[:, None, :] - x[:, :K, None]

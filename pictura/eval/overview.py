@@ -19,16 +19,7 @@ from PIL import Image, ImageDraw
 
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE, RoadMap
 from pictura.sim.slot_table import split_slot_table
-from pictura.sim.snapshot import (
-    BOX_HEADING,
-    BOX_INVALID,
-    BOX_KIND,
-    BOX_LENGTH,
-    BOX_WIDTH_,
-    BOX_X,
-    BOX_Y,
-    WorldLayout,
-)
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxView, WorldLayout
 
 BACKGROUND = (244, 241, 234)
 KIND_COLOR = {AGENT_VEHICLE: (52, 101, 164), AGENT_PEDESTRIAN: (245, 121, 0), AGENT_CYCLIST: (78, 154, 6)}
@@ -83,11 +74,12 @@ class _View:
 
 def box_polygon(row: np.ndarray) -> np.ndarray:
     """(4, 2) world corners (m) of a snapshot row's footprint, counter-clockwise."""
-    c, s = math.cos(float(row[BOX_HEADING])), math.sin(float(row[BOX_HEADING]))
-    hl, hw = 0.5 * float(row[BOX_LENGTH]), 0.5 * float(row[BOX_WIDTH_])
+    box = BoxView(row[:BOX_ROW_FLOATS])
+    c, s = math.cos(float(box.heading)), math.sin(float(box.heading))
+    hl, hw = 0.5 * float(box.length), 0.5 * float(box.width)
     local = np.array([[hl, hw], [-hl, hw], [-hl, -hw], [hl, -hw]])
     rot = np.array([[c, -s], [s, c]])
-    return local @ rot.T + np.array([row[BOX_X], row[BOX_Y]], np.float64)
+    return local @ rot.T + np.asarray(box.xy, np.float64)
 
 
 def _segments(draw: ImageDraw.ImageDraw, view: _View, seg: np.ndarray, fill, width: int) -> None:
@@ -124,7 +116,7 @@ def draw_overview(
 
     Args:
         road_map: the world's map.
-        agent_box: (n, BOX_WIDTH) snapshot rows of this world (`world_rows`); kind -1 rows skipped.
+        agent_box: (n, BOX_ROW_FLOATS) snapshot rows of this world (`world_rows`); kind -1 rows skipped.
         light_state: (road_map lights,) LIGHT_* of this world, or None (lights drawn grey).
         ego: row of ``agent_box`` to highlight (frusta, goals), or None.
         parked: (n,) bool, rows that are parked cars (drawn grey); None = none.
@@ -138,14 +130,15 @@ def draw_overview(
         title: text in the top-left corner.
     """
     boxes = np.asarray(agent_box, np.float32)
-    if boxes.ndim != 2 or boxes.shape[1] < 8:
-        raise ValueError(f"agent_box must be (n, 8), got {boxes.shape}")
+    if boxes.ndim != 2 or boxes.shape[1] < BOX_ROW_FLOATS:
+        raise ValueError(f"agent_box must be (n, {BOX_ROW_FLOATS}), got {boxes.shape}")
+    rows = BoxView(boxes[:, :BOX_ROW_FLOATS])
     if size < 16:
         raise ValueError(f"size must be >= 16 px, got {size}")
     if not radius > 0:
         raise ValueError(f"radius must be > 0 m, got {radius}")
     n = len(boxes)
-    if ego is not None and not (0 <= ego < n and boxes[ego, BOX_KIND] != BOX_INVALID):
+    if ego is not None and not (0 <= ego < n and rows.kind[ego] != BOX_INVALID):
         raise ValueError(f"ego {ego} is not a valid row of agent_box")
     for key, arr in (("parked", parked), ("infractions", infractions)):
         if arr is not None and np.asarray(arr).shape != (n,):
@@ -156,7 +149,7 @@ def draw_overview(
         )
     if center is None:
         if ego is not None:
-            center = (float(boxes[ego, BOX_X]), float(boxes[ego, BOX_Y]))
+            center = (float(rows.x[ego]), float(rows.y[ego]))
         else:
             lo, hi = road_map.bounds()
             center = (0.5 * float(lo[0] + hi[0]), 0.5 * float(lo[1] + hi[1]))
@@ -182,7 +175,7 @@ def draw_overview(
 
     # agents
     for i in range(n):
-        kind = boxes[i, BOX_KIND]
+        kind = rows.kind[i]
         if kind == BOX_INVALID:
             continue
         corners = view(box_polygon(boxes[i]))
@@ -194,11 +187,11 @@ def draw_overview(
             fill = KIND_COLOR.get(int(kind), (0, 0, 0))
         draw.polygon([tuple(p) for p in corners], fill=fill, outline=(0, 0, 0))
         nose = view(box_polygon(boxes[i])[[0, 3]].mean(0))[0]
-        centre = view(boxes[i, [BOX_X, BOX_Y]])[0]
+        centre = view(rows.xy[i])[0]
         draw.line([tuple(centre), tuple(nose)], fill=(255, 255, 255), width=1)
 
     if ego is not None:
-        ex, ey, eh = (float(boxes[ego, k]) for k in (BOX_X, BOX_Y, BOX_HEADING))
+        ex, ey, eh = float(rows.x[ego]), float(rows.y[ego]), float(rows.heading[ego])
         if camera_extrinsics is not None:
             half = math.radians(camera_hfov_deg) / 2
             ce, se = math.cos(eh), math.sin(eh)
@@ -217,9 +210,9 @@ def draw_overview(
     if infractions is not None:
         r = max(4.0, 1.5 * view.ppm)
         for i in np.flatnonzero(np.asarray(infractions)):
-            if boxes[i, BOX_KIND] == BOX_INVALID:
+            if rows.kind[i] == BOX_INVALID:
                 continue
-            p = view(boxes[i, [BOX_X, BOX_Y]])[0]
+            p = view(rows.xy[i])[0]
             draw.line([p[0] - r, p[1] - r, p[0] + r, p[1] + r], fill=INFRACTION_COLOR, width=2)
             draw.line([p[0] - r, p[1] + r, p[0] + r, p[1] - r], fill=INFRACTION_COLOR, width=2)
 

@@ -40,15 +40,7 @@ from tensordict import TensorDict
 from pictura.eval.metrics import mean_standard_error
 from pictura.maps.roadmap import AGENT_PEDESTRIAN
 from pictura.sim import NUM_ACTIONS
-from pictura.sim.snapshot import (
-    BOX_HEADING,
-    BOX_INVALID,
-    BOX_KIND,
-    BOX_LENGTH,
-    BOX_X,
-    BOX_Y,
-    BOX_Z,
-)
+from pictura.sim.snapshot import BOX_INVALID, BoxView, box_row
 
 if TYPE_CHECKING:
     from pictura.modules.gae import ReturnNormalizer
@@ -213,22 +205,23 @@ def removal_probe(
         box_np, light_np = box.numpy(), st.light_state.cpu().numpy()
         egos = torch.nonzero(st.valid).squeeze(-1).tolist()[:max_egos]
         for ego in egos:
-            d = np.hypot(box_np[:, BOX_X] - box_np[ego, BOX_X], box_np[:, BOX_Y] - box_np[ego, BOX_Y])
+            view = BoxView(box_np)
+            d = np.hypot(view.x - view.x[ego], view.y - view.y[ego])
             targets = [
                 r for r in range(layout.box_count)
-                if r != ego and box_np[r, BOX_KIND] != BOX_INVALID and d[r] <= radius
+                if r != ego and view.kind[r] != BOX_INVALID and d[r] <= radius
                 and _world_of(layout, r) == _world_of(layout, ego)
             ]
             if not targets:
                 continue
             variants = box[None].repeat(len(targets) + 1, 1, 1)
             for i, r in enumerate(targets):
-                variants[i + 1, r, BOX_KIND] = BOX_INVALID
+                BoxView(variants[i + 1, r]).kind = BOX_INVALID
             obs = counterfactual_observations(env, st, ego, variants.to(env.device))
             p_brake, value = (t.cpu() for t in policy.evaluate(obs))
             for i, r in enumerate(targets):
                 records.append({
-                    "state": si, "ego": ego, "target": r, "kind": int(box_np[r, BOX_KIND]),
+                    "state": si, "ego": ego, "target": r, "kind": int(view.kind[r]),
                     "distance": float(d[r]),
                     "visible": float(env.renderer.occlusion_fraction(box_np, light_np, ego, r)),
                     "dV": float(value[0] - value[i + 1]), "dP_brake": float(p_brake[0] - p_brake[i + 1]),
@@ -294,19 +287,19 @@ def pedestrian_probe(
     layout.require_static("grounding probes")
     for si, st in enumerate(states):
         box = st.agent_box.cpu()
-        b = box.numpy()
+        b = BoxView(box.numpy())
         for ego in torch.nonzero(st.valid).squeeze(-1).tolist():
             w = int(layout.slot_world[ego])
             start, count = int(layout.world_slot_start[w]), int(layout.world_slot_count[w])
-            free = [s for s in range(start, start + count) if b[s, BOX_KIND] == BOX_INVALID]
+            free = [s for s in range(start, start + count) if b.kind[s] == BOX_INVALID]
             if not free:
                 continue
             for v in range(layout.box_count):
-                if v == ego or b[v, BOX_KIND] != 0 or _world_of(layout, v) != w:
+                if v == ego or b.kind[v] != 0 or _world_of(layout, v) != w:
                     continue
-                dx, dy = b[v, BOX_X] - b[ego, BOX_X], b[v, BOX_Y] - b[ego, BOX_Y]
+                dx, dy = b.x[v] - b.x[ego], b.y[v] - b.y[ego]
                 dist = math.hypot(dx, dy)
-                ang = math.atan2(dy, dx) - b[ego, BOX_HEADING]
+                ang = math.atan2(dy, dx) - b.heading[ego]
                 if not (3.0 < dist <= max_distance and math.cos(ang) > math.cos(math.pi / 4)):
                     continue
                 return _sweep(env, policy, st, si, ego, v, free[0], positions, half_span, behind)
@@ -315,18 +308,20 @@ def pedestrian_probe(
 
 def _sweep(env, policy, st, si, ego, v, slot, positions, half_span, behind) -> dict:
     box = st.agent_box.cpu()
-    b = box.numpy()
-    ux, uy = b[v, BOX_X] - b[ego, BOX_X], b[v, BOX_Y] - b[ego, BOX_Y]
+    b = BoxView(box.numpy())
+    ux, uy = b.x[v] - b.x[ego], b.y[v] - b.y[ego]
     norm = math.hypot(ux, uy)
     ux, uy = ux / norm, uy / norm
-    reach = 0.5 * float(b[v, BOX_LENGTH]) + behind
+    reach = 0.5 * float(b.length[v]) + behind
     offsets = np.linspace(-half_span, half_span, positions)
     variants = box[None].repeat(positions + 1, 1, 1)  # variant 0: no pedestrian
     L, W, H = PEDESTRIAN_SIZE
     for i, s in enumerate(offsets):
-        x = b[v, BOX_X] + reach * ux - s * uy
-        y = b[v, BOX_Y] + reach * uy + s * ux
-        variants[i + 1, slot] = torch.tensor([x, y, b[v, BOX_Z], math.atan2(ux, -uy), L, W, H, AGENT_PEDESTRIAN])
+        x = b.x[v] + reach * ux - s * uy
+        y = b.y[v] + reach * uy + s * ux
+        variants[i + 1, slot] = torch.tensor(
+            box_row(x=x, y=y, z=b.z[v], heading=math.atan2(ux, -uy), length=L, width=W, height=H, kind=AGENT_PEDESTRIAN)
+        )
     obs = counterfactual_observations(env, st, ego, variants.to(env.device))
     p_brake, value = (t.cpu() for t in policy.evaluate(obs))
     light = st.light_state.cpu().numpy()

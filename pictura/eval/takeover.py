@@ -35,17 +35,7 @@ import warp as wp
 
 from pictura.eval.metrics import mean_standard_error
 from pictura.sim.model_data import SLOT_REPLAYED, SLOT_SELF_PLAY
-from pictura.sim.snapshot import (
-    BOX_HEADING,
-    BOX_HEIGHT,
-    BOX_INVALID,
-    BOX_KIND,
-    BOX_LENGTH,
-    BOX_WIDTH_,
-    BOX_X,
-    BOX_Y,
-    BOX_Z,
-)
+from pictura.sim.snapshot import BOX_INVALID, BoxView
 
 STEP_S = 0.1
 """Simulator step (s)."""
@@ -114,15 +104,16 @@ def in_field_of_view(rig, ego_box: np.ndarray, target_box: np.ndarray) -> bool:
     to each camera's near plane (its 8 corners in front, plus where its 12 edges cross the
     plane): in view when the projection's extent overlaps the image and part of the box lies
     before the far plane."""
-    c, sn = math.cos(ego_box[BOX_HEADING]), math.sin(ego_box[BOX_HEADING])
-    hl, hw = 0.5 * target_box[BOX_LENGTH], 0.5 * target_box[BOX_WIDTH_]
-    tc, ts = math.cos(target_box[BOX_HEADING]), math.sin(target_box[BOX_HEADING])
+    ego, target = BoxView(ego_box), BoxView(target_box)
+    c, sn = math.cos(ego.heading), math.sin(ego.heading)
+    hl, hw = 0.5 * target.length, 0.5 * target.width
+    tc, ts = math.cos(target.heading), math.sin(target.heading)
     corners = []
     for k in range(8):
         fx, fy = (hl if k & 1 else -hl), (hw if k & 2 else -hw)
-        wx = target_box[BOX_X] + tc * fx - ts * fy - ego_box[BOX_X]
-        wy = target_box[BOX_Y] + ts * fx + tc * fy - ego_box[BOX_Y]
-        z = target_box[BOX_Z] + (target_box[BOX_HEIGHT] if k & 4 else 0.0) - ego_box[BOX_Z]
+        wx = target.x + tc * fx - ts * fy - ego.x
+        wy = target.y + ts * fx + tc * fy - ego.y
+        z = target.z + (target.height if k & 4 else 0.0) - ego.z
         corners.append((c * wx + sn * wy, -sn * wx + c * wy, z))
     pts = np.asarray(corners, np.float64)  # ego frame: x forward, y left, z up
     cx, cy = rig.principal
@@ -169,19 +160,20 @@ def find_cases(
         if rec.world_step is not None and rec.world_step[t + horizon] - rec.world_step[t] != horizon:
             continue
         box = rec.agent_box[t]
+        view = BoxView(box)
         for ego in np.flatnonzero(rec.valid[t]):
             if not len(junctions) or len(hidden) >= max_cases and len(control) >= max_cases:
                 break
-            ex, ey, eh = box[ego, BOX_X], box[ego, BOX_Y], box[ego, BOX_HEADING]
+            ex, ey, eh = view.x[ego], view.y[ego], view.heading[ego]
             if np.hypot(junctions[:, 0] - ex, junctions[:, 1] - ey).min() > junction_radius:
                 continue
             revealed = None
             for v in range(layout.box_count):
-                if v == ego or box[v, BOX_KIND] != 0 or v >= layout.num_slots:
+                if v == ego or view.kind[v] != 0 or v >= layout.num_slots:
                     continue  # moving vehicles only: parked cars never cross
-                if math.hypot(box[v, BOX_X] - ex, box[v, BOX_Y] - ey) > vehicle_radius:
+                if math.hypot(view.x[v] - ex, view.y[v] - ey) > vehicle_radius:
                     continue
-                if math.cos(box[v, BOX_HEADING] - eh) > math.cos(math.pi / 4):
+                if math.cos(view.heading[v] - eh) > math.cos(math.pi / 4):
                     continue  # same direction: a leader or follower, not a crossing threat
                 if not in_field_of_view(rig, box[ego], box[v]):
                     continue  # out of every camera's view is not occluded
@@ -189,10 +181,10 @@ def find_cases(
                 if visible[0] > 0:
                     continue
                 for k in range(t + 1, t + reveal_window + 1):
-                    bk = rec.agent_box[k]
-                    if bk[v, BOX_KIND] == BOX_INVALID or bk[ego, BOX_KIND] == BOX_INVALID:
+                    kind = BoxView(rec.agent_box[k]).kind
+                    if kind[v] == BOX_INVALID or kind[ego] == BOX_INVALID:
                         break
-                    visible.append(env.renderer.occlusion_fraction(bk, rec.light_state[k], int(ego), v))
+                    visible.append(env.renderer.occlusion_fraction(rec.agent_box[k], rec.light_state[k], int(ego), v))
                     if visible[-1] > 0:
                         revealed = (v, k, visible)
                         break
@@ -227,16 +219,16 @@ def partners_replayed(env, rec: Recording, case: Case, horizon: int) -> Iterator
     size = np.zeros((S, 3), np.float32)
     kind = np.zeros(S, np.int32)
     for k in range(min(horizon + 1, len(rec.agent_box) - case.start)):
-        box = rec.agent_box[case.start + k, :S]
-        on = box[:, BOX_KIND] != BOX_INVALID
+        box = BoxView(rec.agent_box[case.start + k, :S])
+        on = box.valid
         j = w0 + k
-        pos[on, j] = box[on, BOX_X : BOX_Z + 1]
-        heading[on, j] = box[on, BOX_HEADING]
+        pos[on, j] = box.xyz[on]
+        heading[on, j] = box.heading[on]
         speed[on, j] = rec.speed[case.start + k, on]
         valid[on, j] = 1
         first = on & (size[:, 0] == 0)
-        size[first] = box[first][:, [BOX_LENGTH, BOX_WIDTH_, BOX_HEIGHT]]
-        kind[first] = box[first, BOX_KIND].astype(np.int32)
+        size[first] = box.size[first]
+        kind[first] = box.kind[first].astype(np.int32)
     mode = np.full(S, SLOT_REPLAYED, np.int32)
     mode[case.ego] = SLOT_SELF_PLAY
     track = np.arange(S, dtype=np.int32)

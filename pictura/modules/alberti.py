@@ -69,10 +69,7 @@ class AlbertiPolicy(ActorCritic):
         pixels = spec_shape(observation_spec, "pixels")
         if len(pixels) != 4 or pixels[-1] != 3:
             raise ValueError(f"('observation', 'pixels') must be (C, H, W, 3) per sample, got {pixels}")
-        ego = spec_shape(observation_spec, "ego")
-        conditioning = spec_shape(observation_spec, "conditioning")
-        if len(ego) != 1 or len(conditioning) != 1:
-            raise ValueError(f"ego and conditioning must be flat vectors, got {ego} and {conditioning}")
+        ego_width, _ = self.flat_widths(observation_spec, "ego", "conditioning")
         num_cameras, height, width, _ = pixels
         self.camera = CameraEncoder(
             num_cameras=num_cameras,
@@ -87,7 +84,7 @@ class AlbertiPolicy(ActorCritic):
             raise ValueError(
                 f"conv_strides {tuple(conv_strides)} leave no feature map for {width}x{height} views"
             )
-        self.ego = GroupMLP(ego[0], group_width)
+        self.ego = GroupMLP(ego_width, group_width)
         self.conditioning = self.conditioning_encoder(observation_spec, group_width)
         self.build_trunk(scene_width + 2 * group_width, trunk_width, trunk_layers, num_actions)
         self.initialize(init)

@@ -286,13 +286,21 @@ class ActorCritic(nn.Module):
                     nn.init.zeros_(module.bias)
 
     @staticmethod
+    def flat_widths(observation_spec, *keys: str) -> tuple[int, ...]:
+        """Per-sample widths of the ``("observation", key)`` entries, each of which must be a
+        flat vector (the group MLPs read them)."""
+        shapes = [spec_shape(observation_spec, key) for key in keys]
+        if any(len(shape) != 1 for shape in shapes):
+            got = ", ".join(f"{key} {shape}" for key, shape in zip(keys, shapes, strict=True))
+            raise ValueError(f"{', '.join(keys)} must be flat vectors, got {got}")
+        return tuple(shape[0] for shape in shapes)
+
+    @staticmethod
     def conditioning_encoder(observation_spec, group_width: int, norm: bool = False) -> GroupMLP:
         """Conditioning + the 3 goal waypoints -> one group embedding (Table 4)."""
-        conditioning = spec_shape(observation_spec, "conditioning")
-        if len(conditioning) != 1:
-            raise ValueError(f"conditioning must be a flat vector, got {conditioning}")
+        (conditioning,) = ActorCritic.flat_widths(observation_spec, "conditioning")
         goal_width = math.prod(spec_shape(observation_spec, "goals"))
-        return GroupMLP(conditioning[0] + goal_width, group_width, norm)
+        return GroupMLP(conditioning + goal_width, group_width, norm)
 
     @staticmethod
     def conditioning_input(conditioning: torch.Tensor, goals: torch.Tensor) -> torch.Tensor:

@@ -137,11 +137,7 @@ class VectorizedPolicy(ActorCritic):
                 f"backbone_width={backbone_width} does not match the trunk input {groups} x group_width={group_width}"
                 f" = {groups * group_width}"
             )
-        ego = spec_shape(observation_spec, "ego")
-        ego_aux = spec_shape(observation_spec, "ego_aux")
-        conditioning = spec_shape(observation_spec, "conditioning")
-        if len(ego) != 1 or len(ego_aux) != 1 or len(conditioning) != 1:
-            raise ValueError(f"ego, ego_aux and conditioning must be flat vectors, got {ego}, {ego_aux}, {conditioning}")
+        ego_width, ego_aux_width, _ = self.flat_widths(observation_spec, "ego", "ego_aux", "conditioning")
         widths = {key: _set_shape(observation_spec, key) for key in SET_KEYS}
         aux = spec_shape(observation_spec, "partners_aux")
         if len(aux) != 2 or aux[0] != widths["partners"][0]:
@@ -158,7 +154,7 @@ class VectorizedPolicy(ActorCritic):
         self.lanes = SetEncoder(widths["lanes"][1], group_width, group_norm)
         self.boundaries = SetEncoder(widths["boundaries"][1], group_width, group_norm)
         self.traffic = SetEncoder(widths["traffic"][1], group_width, group_norm)
-        self.ego = GroupMLP(ego[0] + ego_aux[0], group_width, group_norm)
+        self.ego = GroupMLP(ego_width + ego_aux_width, group_width, group_norm)
         self.conditioning = self.conditioning_encoder(observation_spec, group_width, group_norm)
         self.build_trunk(groups * group_width, trunk_width, trunk_layers, num_actions, critic_trunk)
         self.initialize(init)

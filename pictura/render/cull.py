@@ -38,6 +38,7 @@ from pictura.sim.slot_table import (
     table_world_count,
     table_world_start,
 )
+from pictura.sim.snapshot import BoxCol
 
 wp.set_module_options(MODULE_OPTIONS)
 
@@ -133,13 +134,13 @@ def sector_extent(o: wp.vec3, yaw: float, half: float, far: float) -> wp.vec4:
 @wp.func
 def camera_origin(agent_box: wp.array3d(dtype=wp.float32), step: int, slot: int, cam_extr: wp.array2d(dtype=wp.float32), cam: int) -> wp.vec3:
     """World position of camera ``cam`` mounted on ego ``slot``."""
-    ch = wp.cos(agent_box[step, slot, 3])
-    sh = wp.sin(agent_box[step, slot, 3])
+    ch = wp.cos(agent_box[step, slot, BoxCol.HEADING])
+    sh = wp.sin(agent_box[step, slot, BoxCol.HEADING])
     mx = cam_extr[cam, 0]
     my = cam_extr[cam, 1]
     return wp.vec3(
-        agent_box[step, slot, 0] + ch * mx - sh * my, agent_box[step, slot, 1] + sh * mx + ch * my,
-        agent_box[step, slot, 2] + cam_extr[cam, 2],
+        agent_box[step, slot, BoxCol.X] + ch * mx - sh * my, agent_box[step, slot, BoxCol.Y] + sh * mx + ch * my,
+        agent_box[step, slot, BoxCol.Z] + cam_extr[cam, 2],
     )  # fmt: skip
 
 
@@ -168,12 +169,12 @@ def agent_bound(
     far: float,
 ) -> float:
     """Candidate bound of snapshot row ``s`` (agent or parked car), -1 if empty or culled."""
-    if agent_box[step, s, 7] < 0.0:
+    if agent_box[step, s, BoxCol.KIND] < 0.0:
         return -1.0
-    bl = agent_box[step, s, 4]
-    bw = agent_box[step, s, 5]
-    bh = agent_box[step, s, 6]
-    c = wp.vec3(agent_box[step, s, 0], agent_box[step, s, 1], agent_box[step, s, 2] + 0.5 * bh)
+    bl = agent_box[step, s, BoxCol.LENGTH]
+    bw = agent_box[step, s, BoxCol.WIDTH]
+    bh = agent_box[step, s, BoxCol.HEIGHT]
+    c = wp.vec3(agent_box[step, s, BoxCol.X], agent_box[step, s, BoxCol.Y], agent_box[step, s, BoxCol.Z] + 0.5 * bh)
     rad = 0.5 * wp.sqrt(bl * bl + bw * bw + bh * bh)
     return sphere_bound(c, rad, o, basis, focal, cx, cy, width, height, near, far)
 
@@ -269,13 +270,13 @@ def view_camera(snap: SnapshotData, rig: RigData, num_slots: int, v: int) -> Vie
     c.valid = 0
     if c.step < 0 or c.step >= agent_box.shape[0] or c.slot < 0 or c.slot >= num_slots:
         return c
-    if agent_box[c.step, c.slot, 7] < 0.0:
+    if agent_box[c.step, c.slot, BoxCol.KIND] < 0.0:
         return c
     c.valid = 1
     c.row = table_row(snap.slot_table, c.step)
     c.world = table_slot_world(snap.slot_table, c.row, c.slot)
     c.origin = camera_origin(agent_box, c.step, c.slot, rig.cam_extr, cam)
-    c.yaw = agent_box[c.step, c.slot, 3] + rig.cam_extr[cam, 3]
+    c.yaw = agent_box[c.step, c.slot, BoxCol.HEADING] + rig.cam_extr[cam, 3]
     c.basis = camera_basis(c.yaw, rig.cam_extr[cam, 4])
     return c
 
@@ -287,7 +288,7 @@ def store_view(c: ViewCamera, agent_box: wp.array3d(dtype=wp.float32), v: int, v
     views.view_basis[v] = c.basis
     views.view_step[v] = c.step
     views.view_world[v] = c.world
-    views.view_ground[v] = agent_box[c.step, c.slot, 2]
+    views.view_ground[v] = agent_box[c.step, c.slot, BoxCol.Z]
 
 
 GATHER_LANES = TUNING.gather_lanes

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE, RoadMap
-from pictura.sim.snapshot import BOX_INVALID, BOX_WIDTH
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, box_row
 
 TYPE_SIZE = {
     AGENT_VEHICLE: ((3.8, 5.2), (1.7, 2.1), 1.5),
@@ -48,7 +48,7 @@ def spawn_snapshot(
     cyclist_fraction: float = 0.1,
     min_gap: float = 8.0,
 ) -> np.ndarray:
-    """``(slots, BOX_WIDTH)`` snapshot with ``agents`` boxes on distinct lane poses (rest empty)."""
+    """``(slots, BOX_ROW_FLOATS)`` snapshot with ``agents`` boxes on distinct lane poses (rest empty)."""
     if agents > slots:
         raise ValueError(f"agents ({agents}) must be <= slots ({slots})")
     rng = np.random.default_rng(seed)
@@ -63,10 +63,12 @@ def spawn_snapshot(
             chosen.append(p)
     if len(chosen) < agents:
         raise ValueError(f"map {road_map.name!r} has room for only {len(chosen)} agents, asked {agents}")
-    box = np.full((slots, BOX_WIDTH), BOX_INVALID, np.float32)
+    box = np.full((slots, BOX_ROW_FLOATS), BOX_INVALID, np.float32)
     for s, p in enumerate(chosen):
         u = rng.uniform()
         kind = AGENT_PEDESTRIAN if u < ped_fraction else AGENT_CYCLIST if u < ped_fraction + cyclist_fraction else 0
         (l0, l1), (w0, w1), h = TYPE_SIZE[kind]
-        box[s] = (p[0], p[1], p[2], p[3], rng.uniform(l0, l1), rng.uniform(w0, w1), h, kind)
+        box[s] = box_row(
+            x=p[0], y=p[1], z=p[2], heading=p[3], length=rng.uniform(l0, l1), width=rng.uniform(w0, w1), height=h, kind=kind
+        )
     return box

@@ -51,6 +51,7 @@ from pictura.render.coverage import (
 )
 from pictura.render.data import Palette, RigData, SceneData, SnapshotData, ViewScratch
 from pictura.render.tuning import MODULE_OPTIONS, TUNING
+from pictura.sim.snapshot import BoxCol
 
 wp.set_module_options(MODULE_OPTIONS)
 
@@ -68,10 +69,10 @@ def box_rect(
     clip: float,
 ) -> wp.vec4:
     """Screen rectangle of a cuboid clipped to the camera plane x = clip (corners and edge crossings)."""
-    ca = wp.cos(agent_box[step, i, 3])
-    sa = wp.sin(agent_box[step, i, 3])
-    hl = 0.5 * agent_box[step, i, 4]
-    hw = 0.5 * agent_box[step, i, 5]
+    ca = wp.cos(agent_box[step, i, BoxCol.HEADING])
+    sa = wp.sin(agent_box[step, i, BoxCol.HEADING])
+    hl = 0.5 * agent_box[step, i, BoxCol.LENGTH]
+    hw = 0.5 * agent_box[step, i, BoxCol.WIDTH]
     xs = vec8(0.0)
     ys = vec8(0.0)
     zs = vec8(0.0)
@@ -79,10 +80,10 @@ def box_rect(
     for c in range(8):
         lx = hl * (2.0 * float(c % 2) - 1.0)
         ly = hw * (2.0 * float((c / 2) % 2) - 1.0)
-        lz = agent_box[step, i, 6] * float(c / 4)
+        lz = agent_box[step, i, BoxCol.HEIGHT] * float(c / 4)
         p = wp.vec3(
-            agent_box[step, i, 0] + ca * lx - sa * ly, agent_box[step, i, 1] + sa * lx + ca * ly,
-            agent_box[step, i, 2] + lz,
+            agent_box[step, i, BoxCol.X] + ca * lx - sa * ly, agent_box[step, i, BoxCol.Y] + sa * lx + ca * ly,
+            agent_box[step, i, BoxCol.Z] + lz,
         )  # fmt: skip
         q = cam_coords(p, o, basis)
         xs[c] = q[0]
@@ -336,15 +337,15 @@ def _entry_setup(
     quad_shift = float(0.0)
     quad_first_row = -_FULL
     if kind == _REF_AGENT:
-        ca = wp.cos(agent_box[step, i, 3])
-        sa = wp.sin(agent_box[step, i, 3])
-        bh = agent_box[step, i, 6]
-        rx = o[0] - agent_box[step, i, 0]
-        ry = o[1] - agent_box[step, i, 1]
-        rz = o[2] - (agent_box[step, i, 2] + 0.5 * bh)
+        ca = wp.cos(agent_box[step, i, BoxCol.HEADING])
+        sa = wp.sin(agent_box[step, i, BoxCol.HEADING])
+        bh = agent_box[step, i, BoxCol.HEIGHT]
+        rx = o[0] - agent_box[step, i, BoxCol.X]
+        ry = o[1] - agent_box[step, i, BoxCol.Y]
+        rz = o[2] - (agent_box[step, i, BoxCol.Z] + 0.5 * bh)
         r0 = wp.vec4(ca * rx + sa * ry, -sa * rx + ca * ry, rz, ca)
-        r1 = wp.vec4(0.5 * agent_box[step, i, 4], 0.5 * agent_box[step, i, 5], 0.5 * bh, sa)
-        r2 = wp.vec4(float(wp.clamp(int(agent_box[step, i, 7]), 0, 2)), 0.0, 0.0, float(kind))
+        r1 = wp.vec4(0.5 * agent_box[step, i, BoxCol.LENGTH], 0.5 * agent_box[step, i, BoxCol.WIDTH], 0.5 * bh, sa)
+        r2 = wp.vec4(float(wp.clamp(int(agent_box[step, i, BoxCol.KIND]), 0, 2)), 0.0, 0.0, float(kind))
         if bin == 1:
             rect = box_rect(agent_box, step, i, o, basis, focal, cx, cy, clip)
             rect = box_rect_reach(rect, mode)

@@ -19,7 +19,7 @@ from pictura.render.camera import CameraRig
 from pictura.render.palette import AGENT_FACE_COLOR, GROUND, LIGHT_COLOR, LINE_COLOR, SKY, WALL
 from pictura.render.scene import PackedScene, pack_scene
 from pictura.sim.slot_table import check_slot_table_shape, split_slot_table
-from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, BOX_WIDTH, WorldLayout
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxView, WorldLayout
 
 SCRATCH_MEMORY_SHARE = 0.125
 """Share of the device's free memory an automatically sized chunk's scratch may take."""
@@ -342,7 +342,7 @@ class Renderer:
         """Draw all C cameras of each requested ego into ``out`` (row ``i * C + c``).
 
         Args:
-            agent_box: ``(T, S + P, BOX_WIDTH)`` float32 snapshot history.
+            agent_box: ``(T, S + P, BOX_ROW_FLOATS)`` float32 snapshot history.
             light_state: ``(T, layout.light_count)`` int32 LIGHT_* history.
             requests: ``(N, 2)`` int32 rows (step, slot). Invalid egos render black; use
                 `validate_requests` on the host to report them.
@@ -450,8 +450,8 @@ class Renderer:
                 raise ValueError(f"light_state{list(idx)} = {ls[idx]} is not a LIGHT_* value (0..3)")
         if req.ndim != 2 or req.shape[1] != 2:
             raise ValueError(f"requests must have shape (N, 2), got {req.shape}")
-        if boxes.ndim != 3 or boxes.shape[2] != BOX_WIDTH:
-            raise ValueError(f"agent_box must have shape (T, S + P, {BOX_WIDTH}), got {boxes.shape}")
+        if boxes.ndim != 3 or boxes.shape[2] != BOX_ROW_FLOATS:
+            raise ValueError(f"agent_box must have shape (T, S + P, {BOX_ROW_FLOATS}), got {boxes.shape}")
         T = boxes.shape[0]
         S, W = self.layout.num_slots, self.layout.num_worlds  # egos are agent slots, never parked-car rows
         table = self._host_slot_table(slot_table, T)
@@ -461,7 +461,7 @@ class Renderer:
                 raise ValueError(f"requests[{i}]: step {step} outside 0..{T - 1}")
             if not 0 <= slot < S:
                 raise ValueError(f"requests[{i}]: slot {slot} outside 0..{S - 1}")
-            if boxes[step, slot, BOX_KIND] == BOX_INVALID:
+            if BoxView(boxes[step, slot]).kind == BOX_INVALID:
                 raise ValueError(f"requests[{i}]: slot {slot} at step {step} is empty (kind == -1)")
             row = step if len(table) > 1 else 0
             w = slot_world[row, slot]
@@ -469,7 +469,7 @@ class Renderer:
                 raise ValueError(
                     f"requests[{i}]: slot {slot} at step {step} lies outside its world {w}'s slot_table range"
                 )
-        kinds = boxes[..., BOX_KIND]
+        kinds = BoxView(boxes).kind
         bad = ~np.isin(kinds, (BOX_INVALID, 0.0, 1.0, 2.0))
         if bad.any():
             t, s = np.argwhere(bad)[0]
@@ -488,16 +488,16 @@ class Renderer:
         Renders target-id buffers (pixel centres, no antialiasing) with every occluder
         (agents and walls) and with the target alone; returns visible / unoccluded pixel
         counts, and 0.0 when the target projects to no pixel at all. ``agent_box`` is one step,
-        ``(S + P, BOX_WIDTH)``; ``light_state`` ``(light_count,)`` (lights never occlude);
+        ``(S + P, BOX_ROW_FLOATS)``; ``light_state`` ``(light_count,)`` (lights never occlude);
         ``slot_table`` this step's ``(S + 2 W,)`` row (None: the static layout's own).
         ``target_slot`` may be a parked-car row (>= S); a target in another world gives 0.0.
         """
         boxes = np.asarray(agent_box, np.float32)
         lay = self.layout
-        if boxes.ndim != 2 or boxes.shape != (lay.box_count, BOX_WIDTH):
-            raise ValueError(f"agent_box must have shape ({lay.box_count}, {BOX_WIDTH}), got {boxes.shape}")
+        if boxes.ndim != 2 or boxes.shape != (lay.box_count, BOX_ROW_FLOATS):
+            raise ValueError(f"agent_box must have shape ({lay.box_count}, {BOX_ROW_FLOATS}), got {boxes.shape}")
         for key, s, rows in (("ego_slot", ego_slot, lay.num_slots), ("target_slot", target_slot, lay.box_count)):
-            if not 0 <= s < rows or boxes[s, BOX_KIND] == BOX_INVALID:
+            if not 0 <= s < rows or BoxView(boxes[s]).kind == BOX_INVALID:
                 raise ValueError(f"{key} {s} is not a valid agent slot")
         if ego_slot == target_slot:
             raise ValueError("target_slot must differ from ego_slot (the ego is never drawn)")
@@ -683,8 +683,8 @@ class Renderer:
         self, agent_box: wp.array, light_state: wp.array, requests: wp.array, slot_table: wp.array
     ) -> int:
         S, Lc = self.layout.box_count, self.layout.light_count
-        if agent_box.ndim != 3 or agent_box.shape[1:] != (S, BOX_WIDTH) or agent_box.dtype != wp.float32:
-            raise ValueError(f"agent_box must be float32 (T, {S}, {BOX_WIDTH}), got {agent_box.dtype} {_shape(agent_box)}")
+        if agent_box.ndim != 3 or agent_box.shape[1:] != (S, BOX_ROW_FLOATS) or agent_box.dtype != wp.float32:
+            raise ValueError(f"agent_box must be float32 (T, {S}, {BOX_ROW_FLOATS}), got {agent_box.dtype} {_shape(agent_box)}")
         T = agent_box.shape[0]
         if light_state.ndim != 2 or _shape(light_state) != (T, Lc) or light_state.dtype != wp.int32:
             raise ValueError(f"light_state must be int32 ({T}, {Lc}), got {light_state.dtype} {_shape(light_state)}")

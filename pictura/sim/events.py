@@ -11,6 +11,7 @@ from pictura.maps.roadmap import LIGHT_RED
 from pictura.sim.geometry import (
     BROAD_PHASE_MARGIN_M,
     Z_TOLERANCE_M,
+    box_half_extents,
     box_hits_segment,
     point_segment_distance,
     segments_distance,
@@ -20,8 +21,10 @@ from pictura.sim.geometry import (
     wrap_angle,
     xy,
 )
-from pictura.sim.lanes import ASSOCIATION_WIDTHS, grid_cell_range
+from pictura.sim.grid import walk_cell
+from pictura.sim.lanes import ASSOCIATION_WIDTHS, map_cells
 from pictura.sim.model_data import ModelData
+from pictura.sim.snapshot import BoxCol
 from pictura.sim.state import StateData
 
 RED_LIGHT_RADIUS_M = 10.0
@@ -74,15 +77,15 @@ def hits_parked(
     row0 = model.num_slots + w * model.parked_per_world
     hit = int(0)
     for row in range(row0 + first, row0 + model.parked_per_world, stride):
-        if hit == 0 and parked_box[row, 7] >= 0.0:
-            lo = parked_box[row, 4]
-            wo = parked_box[row, 5]
+        if hit == 0 and parked_box[row, BoxCol.KIND] >= 0.0:
+            lo = parked_box[row, BoxCol.LENGTH]
+            wo = parked_box[row, BoxCol.WIDTH]
             ro = 0.5 * wp.sqrt(lo * lo + wo * wo)
-            q = wp.vec3(parked_box[row, 0], parked_box[row, 1], parked_box[row, 2])
+            q = wp.vec3(parked_box[row, BoxCol.X], parked_box[row, BoxCol.Y], parked_box[row, BoxCol.Z])
             reach = circle[3] + ro
             d = xy(q) - wp.vec2(circle[0], circle[1])
             if wp.dot(d, d) < reach * reach and wp.abs(q[2] - p[2]) < Z_TOLERANCE_M:
-                ho = parked_box[row, 3]
+                ho = parked_box[row, BoxCol.HEADING]
                 if swept_boxes_overlap(p0, h0, xy(p), h, l, wd, xy(q), ho, xy(q), ho, lo, wo):
                     hit = 1
     return hit
@@ -215,16 +218,13 @@ def runs_red_light(model: ModelData, state_in: StateData, state: StateData, slot
         m = model.world_map[w]
         lo = wp.vec2(wp.min(rear0[0], rear1[0]), wp.min(rear0[1], rear1[1]))
         hi = wp.vec2(wp.max(rear0[0], rear1[0]), wp.max(rear0[1], rear1[1]))
-        ix0, iy0, ix1, iy1 = grid_cell_range(model, m, lo, hi)
-        nx = model.map_grid_nx[m]
-        base = model.map_cell_start[m]
-        for iy in range(iy0, iy1 + 1):
-            for ix in range(ix0, ix1 + 1):
-                cell = base + iy * nx + ix
-                for item in range(model.stop_cell_offsets[cell], model.stop_cell_offsets[cell + 1]):
-                    stop = model.stop_cell_items[item]
-                    if violated == 0 and stop != own:
-                        violated = crosses_red_stop_line(model, state_in, state, slot, w, stop, rear0, rear1, 1.0)
+        cells = map_cells(model, m, lo, hi)
+        for i in range(cells[3]):
+            cell = walk_cell(cells, i)
+            for item in range(model.stop_cell_offsets[cell], model.stop_cell_offsets[cell + 1]):
+                stop = model.stop_cell_items[item]
+                if violated == 0 and stop != own:
+                    violated = crosses_red_stop_line(model, state_in, state, slot, w, stop, rear0, rear1, 1.0)
     return violated
 
 
@@ -249,18 +249,15 @@ def centre_on_drivable_map(model: ModelData, m: int, pos: wp.vec3, lane: int):
     if not on:
         # map_lane_reach is ASSOCIATION_WIDTHS of the map's widest lane
         reach = model.map_lane_reach[m] * ((0.5 + DRIVABLE_MARGIN_LANE_WIDTHS) / ASSOCIATION_WIDTHS)
-        ix0, iy0, ix1, iy1 = grid_cell_range(model, m, p - wp.vec2(reach, reach), p + wp.vec2(reach, reach))
-        nx = model.map_grid_nx[m]
-        base = model.map_cell_start[m]
-        for iy in range(iy0, iy1 + 1):
-            for ix in range(ix0, ix1 + 1):
-                cell = base + iy * nx + ix
-                for k in range(model.lane_cell_offsets[cell], model.lane_cell_offsets[cell + 1]):
-                    seg = model.lane_cell_items[k]
-                    if not on:
-                        limit = (0.5 + DRIVABLE_MARGIN_LANE_WIDTHS) * model.lane_width[model.lane_seg_lane[seg]]
-                        if lane_segment_holds(model, seg, p, pos[2], limit):
-                            on = True
+        cells = map_cells(model, m, p - wp.vec2(reach, reach), p + wp.vec2(reach, reach))
+        for i in range(cells[3]):
+            cell = walk_cell(cells, i)
+            for k in range(model.lane_cell_offsets[cell], model.lane_cell_offsets[cell + 1]):
+                seg = model.lane_cell_items[k]
+                if not on:
+                    limit = (0.5 + DRIVABLE_MARGIN_LANE_WIDTHS) * model.lane_width[model.lane_seg_lane[seg]]
+                    if lane_segment_holds(model, seg, p, pos[2], limit):
+                        on = True
     return on
 
 
@@ -295,34 +292,29 @@ def crosses_road_edge_part(
 ):
     """Part ``part`` of ``parts`` of `crosses_road_edge`: only the cell items ``k`` (indices of
     ``edge_cell_items``) with ``k % parts == part``; the test is the OR of its parts."""
-    hl = 0.5 * length
-    hw = 0.5 * width
-    r = wp.sqrt(hl * hl + hw * hw)
+    hl, hw, r = box_half_extents(length, width)
     reach = r + BROAD_PHASE_MARGIN_M
     p0 = xy(pos0)
     p1 = xy(pos1)
     lo = wp.vec2(wp.min(p0[0], p1[0]) - r, wp.min(p0[1], p1[1]) - r)
     hi = wp.vec2(wp.max(p0[0], p1[0]) + r, wp.max(p0[1], p1[1]) + r)
-    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, lo, hi)
-    nx = model.map_grid_nx[m]
-    base = model.map_cell_start[m]
+    cells = map_cells(model, m, lo, hi)
     hit = int(0)
-    for iy in range(iy0, iy1 + 1):
-        for ix in range(ix0, ix1 + 1):
-            cell = base + iy * nx + ix
-            k0 = model.edge_cell_offsets[cell]
-            k0 = k0 + (part + parts - k0 % parts) % parts
-            for k in range(k0, model.edge_cell_offsets[cell + 1], parts):
-                e = model.edge_cell_items[k]
-                if hit == 0 and (walls_only == 0 or model.edge_wall[e] != 0):
-                    a = model.edge_a[e]
-                    b = model.edge_b[e]
-                    dz = wp.min(wp.abs(a[2] - pos1[2]), wp.abs(b[2] - pos1[2]))
-                    # every swept pose lies within r of the centre's path: farther segments
-                    # cannot be touched (a cheap test before the 4 interpolated poses)
-                    if dz < Z_TOLERANCE_M and segments_distance(p0, p1, xy(a), xy(b)) < reach:
-                        if swept_box_hits_segment(p0, heading0, p1, heading1, hl, hw, xy(a), xy(b)):
-                            hit = 1
+    for i in range(cells[3]):
+        cell = walk_cell(cells, i)
+        k0 = model.edge_cell_offsets[cell]
+        k0 = k0 + (part + parts - k0 % parts) % parts
+        for k in range(k0, model.edge_cell_offsets[cell + 1], parts):
+            e = model.edge_cell_items[k]
+            if hit == 0 and (walls_only == 0 or model.edge_wall[e] != 0):
+                a = model.edge_a[e]
+                b = model.edge_b[e]
+                dz = wp.min(wp.abs(a[2] - pos1[2]), wp.abs(b[2] - pos1[2]))
+                # every swept pose lies within r of the centre's path: farther segments
+                # cannot be touched (a cheap test before the 4 interpolated poses)
+                if dz < Z_TOLERANCE_M and segments_distance(p0, p1, xy(a), xy(b)) < reach:
+                    if swept_box_hits_segment(p0, heading0, p1, heading1, hl, hw, xy(a), xy(b)):
+                        hit = 1
     return hit
 
 
@@ -352,30 +344,25 @@ def box_on_road_edge(
 ):
     """Does a static box touch a road-edge or wall segment of map ``m`` (only a wall when
     ``walls_only`` != 0)? The spawn test."""
-    hl = 0.5 * length
-    hw = 0.5 * width
-    r = wp.sqrt(hl * hl + hw * hw)
+    hl, hw, r = box_half_extents(length, width)
     p = xy(pos)
-    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, p - wp.vec2(r, r), p + wp.vec2(r, r))
-    nx = model.map_grid_nx[m]
-    base = model.map_cell_start[m]
+    cells = map_cells(model, m, p - wp.vec2(r, r), p + wp.vec2(r, r))
     hit = int(0)
-    for iy in range(iy0, iy1 + 1):
-        for ix in range(ix0, ix1 + 1):
-            cell = base + iy * nx + ix
-            for k in range(model.edge_cell_offsets[cell], model.edge_cell_offsets[cell + 1]):
-                e = model.edge_cell_items[k]
-                a = model.edge_a[e]
-                b = model.edge_b[e]
-                wall_ok = walls_only == 0 or model.edge_wall[e] != 0
-                if (
-                    hit == 0
-                    and wall_ok
-                    and wp.min(wp.abs(a[2] - pos[2]), wp.abs(b[2] - pos[2])) < Z_TOLERANCE_M
-                ):
-                    if point_segment_distance(p, xy(a), xy(b)) < r + BROAD_PHASE_MARGIN_M:
-                        if box_hits_segment(p, heading, hl, hw, xy(a), xy(b)):
-                            hit = 1
+    for i in range(cells[3]):
+        cell = walk_cell(cells, i)
+        for k in range(model.edge_cell_offsets[cell], model.edge_cell_offsets[cell + 1]):
+            e = model.edge_cell_items[k]
+            a = model.edge_a[e]
+            b = model.edge_b[e]
+            wall_ok = walls_only == 0 or model.edge_wall[e] != 0
+            if (
+                hit == 0
+                and wall_ok
+                and wp.min(wp.abs(a[2] - pos[2]), wp.abs(b[2] - pos[2])) < Z_TOLERANCE_M
+            ):
+                if point_segment_distance(p, xy(a), xy(b)) < r + BROAD_PHASE_MARGIN_M:
+                    if box_hits_segment(p, heading, hl, hw, xy(a), xy(b)):
+                        hit = 1
     return hit
 
 

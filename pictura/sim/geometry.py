@@ -99,6 +99,14 @@ def point_in_box(p: wp.vec2, centre: wp.vec2, heading: float, half_length: float
 
 
 @wp.func
+def box_half_extents(length: float, width: float):
+    """(half length, half width, circumscribed radius) of a box's footprint."""
+    hl = 0.5 * length
+    hw = 0.5 * width
+    return hl, hw, wp.sqrt(hl * hl + hw * hw)
+
+
+@wp.func
 def box_hits_segment(
     centre: wp.vec2, heading: float, half_length: float, half_width: float, a: wp.vec2, b: wp.vec2
 ):

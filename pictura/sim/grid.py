@@ -79,3 +79,18 @@ def clamped_cells(lo: wp.vec2, hi: wp.vec2, origin: wp.vec2, cell: float, nx: in
         wp.clamp(int(wp.floor((hi[0] - origin[0]) / cell)), 0, nx - 1),
         wp.clamp(int(wp.floor((hi[1] - origin[1]) / cell)), 0, ny - 1),
     )
+
+
+@wp.func
+def cell_walk(cells: wp.vec4i, base: int, nx: int) -> wp.vec4i:
+    """The cells of the inclusive rectangle ``cells`` (ix0, iy0, ix1, iy1: `clamped_cells`) of a
+    grid ``nx`` cells wide whose cell (0, 0) has id ``base``, as (first id, columns, nx, count):
+    a query visits them with ``for i in range(walk[3]): cell = walk_cell(walk, i)``."""
+    columns = cells[2] - cells[0] + 1
+    return wp.vec4i(base + cells[1] * nx + cells[0], columns, nx, columns * (cells[3] - cells[1] + 1))
+
+
+@wp.func
+def walk_cell(walk: wp.vec4i, i: int) -> int:
+    """Id of cell ``i`` (0 .. ``walk[3]`` - 1) of a `cell_walk`, row by row (x fastest)."""
+    return walk[0] + (i // walk[1]) * walk[2] + i % walk[1]

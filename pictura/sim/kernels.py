@@ -49,7 +49,7 @@ from pictura.sim.lanes import GOAL_WALK_TRIES, associate_lane, lane_speed_limit
 from pictura.sim.model_data import SLOT_CONTROLLED, SLOT_REPLAYED, ModelData
 from pictura.sim.replay import follow_log, restore_logged_world
 from pictura.sim.rewards import write_rewards
-from pictura.sim.snapshot import BOX_INVALID
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxCol
 from pictura.sim.spawn import (
     EAGER_AGENT_TRIES,
     PURPOSE_GOALS,
@@ -511,7 +511,7 @@ def reset_rows_kernel(model: ModelData, state_in: StateData, from_step: int, sta
         if state_out.world_reset[row_world(model, state_out, row)] != 0:
             begin_row_reset(model, state_out, row)
         else:
-            for c in range(8):
+            for c in range(BOX_ROW_FLOATS):
                 state_out.agent_box[row, c] = state_in.agent_box[row, c]
     elif tid < rows + jw:
         wj = tid - rows
@@ -637,7 +637,7 @@ def write_observation(
     BOX_INVALID for an invalid slot)."""
     pos = state.pos[slot]
     heading = state.heading[slot]
-    for k in range(8):
+    for k in range(BOX_ROW_FLOATS):
         box_out[slot, k] = 0.0
     for k in range(7):
         ego_out[slot, k] = 0.0
@@ -648,16 +648,16 @@ def write_observation(
     for k in range(_COND_WIDTH):
         conditioning_out[slot, k] = 0.0
     if state.valid[slot] == 0:
-        box_out[slot, 7] = _BOX_INVALID
+        box_out[slot, BoxCol.KIND] = _BOX_INVALID
         return
-    box_out[slot, 0] = pos[0]
-    box_out[slot, 1] = pos[1]
-    box_out[slot, 2] = pos[2]
-    box_out[slot, 3] = heading
-    box_out[slot, 4] = state.length[slot]
-    box_out[slot, 5] = state.width[slot]
-    box_out[slot, 6] = state.height[slot]
-    box_out[slot, 7] = float(state.kind[slot])
+    box_out[slot, BoxCol.X] = pos[0]
+    box_out[slot, BoxCol.Y] = pos[1]
+    box_out[slot, BoxCol.Z] = pos[2]
+    box_out[slot, BoxCol.HEADING] = heading
+    box_out[slot, BoxCol.LENGTH] = state.length[slot]
+    box_out[slot, BoxCol.WIDTH] = state.width[slot]
+    box_out[slot, BoxCol.HEIGHT] = state.height[slot]
+    box_out[slot, BoxCol.KIND] = float(state.kind[slot])
 
     lane = state.lane[slot]
     ego_out[slot, 0] = state.speed[slot] / 40.0
@@ -748,7 +748,7 @@ def final_observe_kernel(model: ModelData, state_in: StateData, state_out: State
         )
         state_out.final_speed[row] = state_out.speed[row]
     elif row < rows:
-        for c in range(8):
+        for c in range(BOX_ROW_FLOATS):
             state_out.final_agent_box[row, c] = state_in.agent_box[row, c]
     else:
         # the schedule of the episode that just ended, at its last clock tick

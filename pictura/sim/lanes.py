@@ -7,7 +7,7 @@ from __future__ import annotations
 import warp as wp
 
 from pictura.sim.geometry import Z_TOLERANCE_M, point_segment_distance, wrap_angle, xy
-from pictura.sim.grid import clamped_cells
+from pictura.sim.grid import cell_walk, clamped_cells
 from pictura.sim.model_data import ModelData
 
 ASSOCIATION_WIDTHS = 3.0
@@ -29,6 +29,14 @@ def grid_cell_range(model: ModelData, m: int, lo: wp.vec2, hi: wp.vec2):
     """Clamped cell index range (ix0, iy0, ix1, iy1) of map ``m`` covering the box [lo, hi]."""
     q = clamped_cells(lo, hi, model.map_grid_origin[m], model.map_grid_cell[m], model.map_grid_nx[m], model.map_grid_ny[m])
     return q[0], q[1], q[2], q[3]
+
+
+@wp.func
+def map_cells(model: ModelData, m: int, lo: wp.vec2, hi: wp.vec2) -> wp.vec4i:
+    """Map ``m``'s grid cells under the box [lo, hi] as a `cell_walk` (visit them with
+    `walk_cell`)."""
+    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, lo, hi)
+    return cell_walk(wp.vec4i(ix0, iy0, ix1, iy1), model.map_cell_start[m], model.map_grid_nx[m])
 
 
 @wp.func

@@ -5,16 +5,17 @@ PPO re-renders minibatches from a history of these snapshots instead of storing 
 `pictura.sim` and `pictura.render`: one source of truth for both.
 
 Per step:
-- ``agent_box``  ``(box, BOX_WIDTH)`` float32 with ``WorldLayout.box_count`` = S + P rows: rows
+- ``agent_box``  ``(box, BOX_ROW_FLOATS)`` float32 with ``WorldLayout.box_count`` = S + P rows: rows
   ``0..S`` are the agent slots, rows ``S + w * parked_per_world ..`` world ``w``'s parked cars
   (static; they take no slot and never act). Each row: x, y, z (m, box bottom centre), heading (rad),
-  length, width, height (m), kind (AGENT_* as float; ``BOX_INVALID`` = -1 for an empty slot).
+  length, width, height (m), kind (AGENT_* as float; ``BOX_INVALID`` = -1 for an empty slot):
+  columns `BoxCol`; NumPy and torch code reads them by name through `BoxView`.
 - ``light_state`` ``(world_light,)`` int32 LIGHT_* for every light of every world, world ``w``'s
   lights starting at ``WorldLayout.world_light_start[w]``.
 - ``slot_table`` ``(S + 2 W,)`` int32: this step's slot ranges (`pictura.sim.slot_table`); a
   static layout's never changes (`WorldLayout.slot_table`), a packed layout's changes at every
   block reset.
-A history stacks them: ``(step, box, BOX_WIDTH)``, ``(step, world_light)`` and ``(step, S + 2 W)``
+A history stacks them: ``(step, box, BOX_ROW_FLOATS)``, ``(step, world_light)`` and ``(step, S + 2 W)``
 (or one slot-table row for every step).
 """
 
@@ -24,10 +25,86 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BOX_X, BOX_Y, BOX_Z, BOX_HEADING, BOX_LENGTH, BOX_WIDTH_, BOX_HEIGHT, BOX_KIND = range(8)
-BOX_WIDTH = 8
-"""Floats per agent box (32 bytes per agent-step)."""
+
+class BoxCol:
+    """Column of each field in an ``agent_box`` row. Warp kernels index by these
+    (``agent_box[step, slot, BoxCol.KIND]``); other code reads rows through `BoxView`."""
+
+    X = 0
+    Y = 1
+    Z = 2
+    HEADING = 3
+    LENGTH = 4
+    WIDTH = 5
+    HEIGHT = 6
+    KIND = 7
+
+
+BOX_ROW_FLOATS = 8
+"""Floats per agent box row (32 bytes per agent-step)."""
 BOX_INVALID = -1.0
+"""The kind of an empty row."""
+
+
+def _column(col: int, doc: str) -> property:
+    def get(self: BoxView):
+        return self.rows[..., col]
+
+    def set(self: BoxView, value) -> None:
+        self.rows[..., col] = value
+
+    return property(get, set, doc=doc)
+
+
+def _columns(start: int, stop: int, doc: str) -> property:
+    return property(lambda self: self.rows[..., start:stop], doc=doc)
+
+
+class BoxView:
+    """Named fields of ``agent_box`` rows: a NumPy array or torch tensor whose last axis is the
+    ``BOX_ROW_FLOATS`` columns, any leading axes. A field is a view of its column (indexing
+    ``rows[..., col]``), so assigning to one writes into the rows."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows):
+        if rows.shape[-1:] != (BOX_ROW_FLOATS,):
+            raise ValueError(f"agent_box rows must end in {BOX_ROW_FLOATS} columns, got {tuple(rows.shape)}")
+        self.rows = rows
+
+    x = _column(BoxCol.X, "x of the box's bottom centre (m)")
+    y = _column(BoxCol.Y, "y of the box's bottom centre (m)")
+    z = _column(BoxCol.Z, "z of the box's bottom (m)")
+    heading = _column(BoxCol.HEADING, "heading (rad)")
+    length = _column(BoxCol.LENGTH, "length (m)")
+    width = _column(BoxCol.WIDTH, "width (m)")
+    height = _column(BoxCol.HEIGHT, "height (m)")
+    kind = _column(BoxCol.KIND, "AGENT_* as float; BOX_INVALID for an empty row")
+    xy = _columns(BoxCol.X, BoxCol.Y + 1, "(..., 2) x, y")
+    xyz = _columns(BoxCol.X, BoxCol.Z + 1, "(..., 3) x, y, z")
+    size = _columns(BoxCol.LENGTH, BoxCol.HEIGHT + 1, "(..., 3) length, width, height")
+
+    @property
+    def valid(self):
+        """Rows that hold a box (kind is not BOX_INVALID)."""
+        return self.kind != BOX_INVALID
+
+
+def box_row(*, x, y, z, heading, length, width, height, kind) -> list:
+    """One ``agent_box`` row's ``BOX_ROW_FLOATS`` values, each at its column."""
+    row = [0.0] * BOX_ROW_FLOATS
+    for col, value in (
+        (BoxCol.X, x),
+        (BoxCol.Y, y),
+        (BoxCol.Z, z),
+        (BoxCol.HEADING, heading),
+        (BoxCol.LENGTH, length),
+        (BoxCol.WIDTH, width),
+        (BoxCol.HEIGHT, height),
+        (BoxCol.KIND, kind),
+    ):
+        row[col] = value
+    return row
 
 
 @dataclass(frozen=True)

@@ -53,11 +53,12 @@ from pictura.sim.features import (
     CONDITIONING_WIDTH,
     NUM_COEFFICIENTS,
 )
-from pictura.sim.geometry import Z_TOLERANCE_M, box_hits_segment, boxes_overlap, rng_key, xy
+from pictura.sim.geometry import Z_TOLERANCE_M, box_half_extents, box_hits_segment, boxes_overlap, rng_key, xy
 from pictura.sim.goals import NO_GOAL_REQUEST, request_goal_set
-from pictura.sim.lanes import GOAL_WALK_TRIES, grid_cell_range, lane_speed_limit
+from pictura.sim.grid import walk_cell
+from pictura.sim.lanes import GOAL_WALK_TRIES, lane_speed_limit, map_cells
 from pictura.sim.model_data import ModelData
-from pictura.sim.snapshot import BOX_INVALID
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxCol
 from pictura.sim.state import StateData
 from pictura.sim.traffic import JUNCTION_ALWAYS_GREEN, JUNCTION_CYCLING, JUNCTION_OFF, light_phase
 
@@ -223,30 +224,25 @@ def on_stopping_line(
 ):
     """Does the box touch a stop line whose light is red or yellow at t = 0 (spawn test)? Only
     the stop lines listed in the grid cells under the box are tested."""
-    hl = 0.5 * length
-    hw = 0.5 * width
-    r = wp.sqrt(hl * hl + hw * hw)
+    hl, hw, r = box_half_extents(length, width)
     p = xy(pos)
-    ix0, iy0, ix1, iy1 = grid_cell_range(model, m, p - wp.vec2(r, r), p + wp.vec2(r, r))
-    nx = model.map_grid_nx[m]
-    base = model.map_cell_start[m]
+    cells = map_cells(model, m, p - wp.vec2(r, r), p + wp.vec2(r, r))
     hit = int(0)
-    for iy in range(iy0, iy1 + 1):
-        for ix in range(ix0, ix1 + 1):
-            cell = base + iy * nx + ix
-            for item in range(model.stop_cell_offsets[cell], model.stop_cell_offsets[cell + 1]):
-                k = model.stop_cell_items[item]
-                light = model.stop_line_light[k]
-                if hit == 0 and light >= 0:
-                    a = model.stop_line_a[k]
-                    b = model.stop_line_b[k]
-                    mid = (a + b) * 0.5
-                    near = wp.length(xy(mid) - p) < r + 0.5 * wp.length(xy(b) - xy(a))
-                    if near and wp.abs(mid[2] - pos[2]) < Z_TOLERANCE_M:
-                        st = light_at_reset(model, state, w, m, light)
-                        if st == _RED or st == _YELLOW:
-                            if box_hits_segment(p, heading, hl, hw, xy(a), xy(b)):
-                                hit = 1
+    for i in range(cells[3]):
+        cell = walk_cell(cells, i)
+        for item in range(model.stop_cell_offsets[cell], model.stop_cell_offsets[cell + 1]):
+            k = model.stop_cell_items[item]
+            light = model.stop_line_light[k]
+            if hit == 0 and light >= 0:
+                a = model.stop_line_a[k]
+                b = model.stop_line_b[k]
+                mid = (a + b) * 0.5
+                near = wp.length(xy(mid) - p) < r + 0.5 * wp.length(xy(b) - xy(a))
+                if near and wp.abs(mid[2] - pos[2]) < Z_TOLERANCE_M:
+                    st = light_at_reset(model, state, w, m, light)
+                    if st == _RED or st == _YELLOW:
+                        if box_hits_segment(p, heading, hl, hw, xy(a), xy(b)):
+                            hit = 1
     return hit
 
 
@@ -685,14 +681,14 @@ def place_agent(model: ModelData, state: StateData, w: int, slot: int, attempt: 
 @wp.func
 def place_parked(model: ModelData, state: StateData, row: int, pose: wp.vec4, motion: wp.vec4):
     """Write a parked car's accepted try into its snapshot row."""
-    state.agent_box[row, 0] = pose[0]
-    state.agent_box[row, 1] = pose[1]
-    state.agent_box[row, 2] = pose[2]
-    state.agent_box[row, 3] = pose[3]
-    state.agent_box[row, 4] = motion[1]
-    state.agent_box[row, 5] = motion[2]
-    state.agent_box[row, 6] = model.parked_height
-    state.agent_box[row, 7] = float(_VEHICLE)
+    state.agent_box[row, BoxCol.X] = pose[0]
+    state.agent_box[row, BoxCol.Y] = pose[1]
+    state.agent_box[row, BoxCol.Z] = pose[2]
+    state.agent_box[row, BoxCol.HEADING] = pose[3]
+    state.agent_box[row, BoxCol.LENGTH] = motion[1]
+    state.agent_box[row, BoxCol.WIDTH] = motion[2]
+    state.agent_box[row, BoxCol.HEIGHT] = model.parked_height
+    state.agent_box[row, BoxCol.KIND] = float(_VEHICLE)
 
 
 @wp.func
@@ -794,6 +790,6 @@ def begin_row_reset(model: ModelData, state: StateData, row: int):
         if local < state.world_agent_count[w]:
             draw_agent(model, state, row, local, agents_key(state, w))
     else:
-        for c in range(8):
+        for c in range(BOX_ROW_FLOATS):
             state.agent_box[row, c] = 0.0
-        state.agent_box[row, 7] = _BOX_INVALID
+        state.agent_box[row, BoxCol.KIND] = _BOX_INVALID

@@ -23,7 +23,7 @@ from pictura.sim.features import (
     NUM_REWARD_TERMS,
 )
 from pictura.sim.lanes import GOAL_WALK_TRIES
-from pictura.sim.snapshot import BOX_WIDTH
+from pictura.sim.snapshot import BOX_ROW_FLOATS
 
 if TYPE_CHECKING:
     from pictura.sim.model import Model
@@ -165,7 +165,7 @@ class State(_Mirrored):
       junction_mode (Jw,) 0 cycling, 1 off, 2 always green; light_off (Tw,) int 0/1;
       light_state (Tw,) int32 LIGHT_* (`snapshot.py`).
     Snapshot and observations (written at the end of every step and reset):
-      agent_box (S + P, BOX_WIDTH) per `snapshot.py`: S slot rows (invalid slots: zeros, kind
+      agent_box (S + P, BOX_ROW_FLOATS) per `snapshot.py`: S slot rows (invalid slots: zeros, kind
       BOX_INVALID) then P = W x parked_per_world parked-car rows (kind AGENT_VEHICLE; a car
       that found no place: zeros, kind BOX_INVALID), redrawn at each world reset;
       obs_ego (S, EGO_WIDTH); obs_ego_aux (S, EGO_AUX_WIDTH);
@@ -174,7 +174,7 @@ class State(_Mirrored):
       in [-1, 1].
     Before this step's world resets (truncation bootstrap; equal to the arrays above in worlds
     that did not reset this step, and after `reset`):
-      final_agent_box (S + P, BOX_WIDTH); final_light_state (Tw,); final_obs_ego (S, EGO_WIDTH);
+      final_agent_box (S + P, BOX_ROW_FLOATS); final_light_state (Tw,); final_obs_ego (S, EGO_WIDTH);
       final_obs_ego_aux (S, EGO_AUX_WIDTH); final_obs_goals (S, GOAL_FEATURES);
       final_slot_table (S + 2 W,) with its views final_slot_world, final_world_slot_start,
       final_world_slot_count (a block reset redraws the ranges);
@@ -208,7 +208,7 @@ class State(_Mirrored):
             "conditioning": (S, CONDITIONING_WIDTH),
             "reward_terms": (S, NUM_REWARD_TERMS),
             "events": (S, NUM_EVENTS),
-            "agent_box": (model.layout.box_count, BOX_WIDTH),
+            "agent_box": (model.layout.box_count, BOX_ROW_FLOATS),
             "obs_ego": (S, EGO_WIDTH),
             "obs_ego_aux": (S, EGO_AUX_WIDTH),
             "obs_goals": (S, GOAL_FEATURES),

@@ -55,7 +55,7 @@ from pictura.maps.roadmap import (
     RoadMap,
     pack_polylines,
 )
-from pictura.sim.snapshot import BOX_INVALID, BOX_KIND, BOX_WIDTH, WorldLayout
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxView, WorldLayout, box_row
 
 AGENT_TYPES = {"vehicle": AGENT_VEHICLE, "pedestrian": AGENT_PEDESTRIAN, "cyclist": AGENT_CYCLIST}
 LIGHT_STATES = {"red": LIGHT_RED, "yellow": LIGHT_YELLOW, "green": LIGHT_GREEN, "off": LIGHT_OFF}
@@ -115,7 +115,7 @@ def _box(raw: dict, key: str) -> np.ndarray:
     if min(vals[4:7]) <= 0:
         raise ValueError(f"scene: {key} length/width/height must be > 0, got {vals[4:7]}")
     x, y, z, hd, ln, wd, ht = vals
-    return np.array([x, y, z, math.radians(hd), ln, wd, ht, kind], np.float32)
+    return np.array(box_row(x=x, y=y, z=z, heading=math.radians(hd), length=ln, width=wd, height=ht, kind=kind), np.float32)
 
 
 def _background(raw) -> dict:
@@ -131,7 +131,7 @@ def _background(raw) -> dict:
 
 
 def scene_from_json(scene: dict) -> tuple[RoadMap, np.ndarray, np.ndarray, dict]:
-    """Parse a scene dict: (road map, (S, BOX_WIDTH) boxes with the ego in slot 0, light states, options)."""
+    """Parse a scene dict: (road map, (S, BOX_ROW_FLOATS) boxes with the ego in slot 0, light states, options)."""
     if "ego" not in scene:
         raise ValueError("scene: 'ego' is required")
     known = {"rig", "ego", "agents", "markings", "road_edges", "stop_lines", "walls", "lights", "antialias", "supersample", "coverage", "background"}
@@ -174,7 +174,7 @@ def scene_from_json(scene: dict) -> tuple[RoadMap, np.ndarray, np.ndarray, dict]
         light_heading=np.radians(np.asarray([li.get("heading_deg", 0.0) for li in lights], np.float32)),
     )
     agents = scene.get("agents", [])
-    boxes = np.full((1 + len(agents), BOX_WIDTH), BOX_INVALID, np.float32)
+    boxes = np.full((1 + len(agents), BOX_ROW_FLOATS), BOX_INVALID, np.float32)
     boxes[0] = _box(scene["ego"], "ego")
     for i, a in enumerate(agents):
         boxes[1 + i] = _box(a, f"agents[{i}]")
@@ -272,8 +272,8 @@ def run(args: argparse.Namespace) -> None:
         ego = args.agent
         if not 0 <= ego < layout.num_slots:
             raise ValueError(f"--agent {ego} outside the world's slots 0..{layout.num_slots - 1} (--agents {args.agents})")
-        if boxes[ego, BOX_KIND] == BOX_INVALID:
-            spawned = int((boxes[: layout.num_slots, BOX_KIND] != BOX_INVALID).sum())
+        if BoxView(boxes[ego]).kind == BOX_INVALID:
+            spawned = int(BoxView(boxes[: layout.num_slots]).valid.sum())
             raise ValueError(
                 f"--agent {ego} holds no agent: the simulator spawned {spawned} of {args.agents} on {args.map!r} "
                 "(pick another slot or another --seed)"

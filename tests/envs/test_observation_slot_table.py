@@ -15,7 +15,7 @@ import warp as wp
 
 from pictura.envs.observations import VectorizedObservation
 from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF, LIGHT_RED, LIGHT_YELLOW
-from pictura.sim.snapshot import WorldLayout
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxView, WorldLayout, box_row
 from tests.envs.test_vectorized_observation import hand_map
 
 wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
@@ -99,23 +99,30 @@ def packed_table(agents) -> torch.Tensor:
 
 def snapshot(agents, slots, num_slots: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(S, 8) agent boxes and (S,) speeds with world w's agents at ``slots[w]``; the rest empty."""
-    box = torch.zeros(num_slots, 8)
-    box[:, 7] = -1.0
+    box = torch.zeros(num_slots, BOX_ROW_FLOATS)
+    BoxView(box).kind = BOX_INVALID
     speed = torch.zeros(num_slots)
     for w, (world_agents, world_slots) in enumerate(zip(agents, slots, strict=True)):
         shift = SHIFT if WORLD_MAP[w] == 1 else np.zeros(3, np.float32)
         for k, ((x, y, h, v), slot) in enumerate(zip(world_agents, world_slots, strict=True)):
-            box[slot] = torch.tensor([x + shift[0], y + shift[1], 0.0, h, 4.5 + 0.1 * k, 2.0 + 0.05 * w, 1.5, 0.0])
+            box[slot] = torch.tensor(
+                box_row(
+                    x=x + shift[0], y=y + shift[1], z=0.0, heading=h, length=4.5 + 0.1 * k, width=2.0 + 0.05 * w,
+                    height=1.5, kind=0.0,
+                )
+            )
             speed[slot] = v
     return box, speed
 
 
 def parked() -> torch.Tensor:
     """(W * 1, 8): one parked car in worlds 0 and 2, rows w * 1 (the same in both layouts)."""
-    box = torch.zeros(len(WORLD_MAP), 8)
-    box[:, 7] = -1.0
-    box[0] = torch.tensor([8.0, -4.0, 0.0, 0.0, 4.0, 1.8, 1.5, 0.0])
-    box[2] = torch.tensor([12.0 + SHIFT[0], 4.0 + SHIFT[1], 0.0, np.pi, 4.2, 1.9, 1.5, 0.0])
+    box = torch.zeros(len(WORLD_MAP), BOX_ROW_FLOATS)
+    BoxView(box).kind = BOX_INVALID
+    box[0] = torch.tensor(box_row(x=8.0, y=-4.0, z=0.0, heading=0.0, length=4.0, width=1.8, height=1.5, kind=0.0))
+    box[2] = torch.tensor(
+        box_row(x=12.0 + SHIFT[0], y=4.0 + SHIFT[1], z=0.0, heading=np.pi, length=4.2, width=1.9, height=1.5, kind=0.0)
+    )
     return box
 
 

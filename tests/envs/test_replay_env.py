@@ -18,7 +18,7 @@ from pictura.envs.replay import ReplayDrivingEnv, replay_sim_config
 from pictura.maps import load
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE
 from pictura.sim.replay import SLOT_CONTROLLED, SLOT_EMPTY, SLOT_REPLAYED
-from pictura.sim.snapshot import BOX_INVALID
+from pictura.sim.snapshot import BOX_INVALID, BoxView
 from tests.data import data_missing, data_path
 
 OBS = VectorizedObservationConfig(max_lanes=16, max_boundaries=16, subdivide_long_segments=5.0)
@@ -114,9 +114,9 @@ def test_replayed_agents_follow_the_log_in_the_snapshot(env):
             for slot, i in zip(slots, replayed_tracks, strict=True):
                 if _in_first_valid_run(sc.track_valid[i], k):
                     np.testing.assert_array_equal(box[slot, :3], sc.track_position[i, k])
-                    assert box[slot, 7] == float(sc.track_type[i])
+                    assert BoxView(box[slot]).kind == float(sc.track_type[i])
                 else:
-                    assert box[slot, 7] == BOX_INVALID
+                    assert BoxView(box[slot]).kind == BOX_INVALID
         assert not td["valid"][torch.as_tensor(mode == SLOT_REPLAYED)].any()
 
 

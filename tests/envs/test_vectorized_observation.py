@@ -18,7 +18,7 @@ from pictura.envs.observations import (
     polyline_pieces,
 )
 from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF, LIGHT_RED, LIGHT_YELLOW, RoadMap, pack_polylines
-from pictura.sim.snapshot import WorldLayout
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxView, WorldLayout, box_row
 
 wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
 
@@ -77,10 +77,12 @@ def layout(road_map: RoadMap, worlds: int = 2, slots: int = 4) -> WorldLayout:
 
 def boxes(rows: list[tuple[float, float, float]], slots: int, length=4.5, width=2.0) -> torch.Tensor:
     """(slots, 8) snapshot boxes: rows of (x, y, heading); the remaining slots empty."""
-    out = torch.zeros(slots, 8)
-    out[:, 7] = -1.0
+    out = torch.zeros(slots, BOX_ROW_FLOATS)
+    BoxView(out).kind = BOX_INVALID
     for i, (x, y, h) in enumerate(rows):
-        out[i] = torch.tensor([x, y, 0.0, h, length + 0.1 * i, width + 0.05 * i, 1.5, 0.0])
+        out[i] = torch.tensor(
+            box_row(x=x, y=y, z=0.0, heading=h, length=length + 0.1 * i, width=width + 0.05 * i, height=1.5, kind=0.0)
+        )
     return out
 
 
@@ -144,6 +146,7 @@ def reference(road_map, lay, box, light, speed, privileged=True, caps=(16, 80, 8
     one RoadMap, or the list ``lay.world_map`` indexes."""
     road_maps = road_map if isinstance(road_map, list) else [road_map]
     box, light, speed = box.numpy().astype(np.float64), light.numpy(), speed.numpy()
+    view = BoxView(box)
     S = len(box)
     P, NL, NB, NT = caps
     out = {
@@ -159,21 +162,23 @@ def reference(road_map, lay, box, light, speed, privileged=True, caps=(16, 80, 8
     }
     segment_rows = [_segment_rows(m, include_walls, span) for m in road_maps]
     for i in range(S):
-        if box[i, 7] < 0:
+        if view.kind[i] < 0:
             continue
-        o, h = box[i, :2], box[i, 3]
+        o, h = view.xy[i], view.heading[i]
         w = lay.slot_world[i]
         road_map = road_maps[lay.world_map[w]]
         lanes, bounds = segment_rows[lay.world_map[w]]
         cands = []
         for j in range(S):
-            if j != i and box[j, 7] >= 0 and lay.slot_world[j] == w:
-                q = _ego(box[j, :2], o, h)
+            if j != i and view.kind[j] >= 0 and lay.slot_world[j] == w:
+                q = _ego(view.xy[j], o, h)
                 if _inside(q):
                     cands.append((np.linalg.norm(q), j, q))
         for k, (d, j, q) in enumerate(sorted(cands, key=lambda c: (c[0], c[1]))[:P]):
-            rh = box[j, 3] - h
-            out["partners"][i, k] = [q[0] / 200, q[1] / 200, box[j, 4] / 10, box[j, 5] / 5, np.cos(rh), np.sin(rh), d / 200]
+            rh = view.heading[j] - h
+            out["partners"][i, k] = [
+                q[0] / 200, q[1] / 200, view.length[j] / 10, view.width[j] / 5, np.cos(rh), np.sin(rh), d / 200
+            ]
             out["partners_aux"][i, k, 0] = speed[j] / 40 if privileged else 0.0
             out["partners_mask"][i, k] = True
         for name, rows, cap in (("lanes", lanes, NL), ("boundaries", bounds, NB)):
@@ -291,10 +296,11 @@ def window_candidates(road_map: RoadMap, segment_rows, box: np.ndarray, slot: in
     """Per set, the float64 distances of the candidates in ``slot``'s window (one world;
     ``segment_rows`` from `_segment_rows`), and ``"margin"``: how close any candidate of any set
     comes to the window's border (m)."""
-    o, h = box[slot, :2].astype(np.float64), float(box[slot, 3])
+    view = BoxView(box)
+    o, h = view.xy[slot].astype(np.float64), float(view.heading[slot])
     lanes, bounds = segment_rows
     points = {
-        "partners": [box[j, :2] for j in range(len(box)) if j != slot and box[j, 7] >= 0],
+        "partners": [view.xy[j] for j in range(len(box)) if j != slot and view.kind[j] >= 0],
         "lanes": [(a + b) / 2 for a, b, _ in lanes],
         "boundaries": [(a + b) / 2 for a, b, _ in bounds],
         "traffic": [(line[0, :2] + line[1, :2]) / 2 for line in road_map.stop_line_points],

@@ -13,6 +13,7 @@ from pictura.eval.metrics import ALL_COUNTERS, COUNTERS, MOMENTS, PARTNERS, Epis
 from pictura.eval.policies import random_policy
 from pictura.eval.protocols import build_in_domain_env, eval_sim_config, rollout_scenarios, run_density
 from pictura.render import CameraRig
+from pictura.sim.snapshot import BoxView
 
 STEPS = 60
 
@@ -35,21 +36,20 @@ def _at_fault_reference(s, boxes, speed, world, K, S, P):
     """Loop version of App. C.1's rule (see `collision_at_fault`): (at fault, partner row or None)."""
     v = float(speed[s])
     rows = list(range(world * K, world * K + K)) + list(range(S + world * P, S + world * P + P))
-    x, y, z, h, L, Wd = (float(boxes[s, i]) for i in range(6))
+    b = BoxView(boxes)
+    x, y, z, h, L, Wd = (float(field[s]) for field in (b.x, b.y, b.z, b.heading, b.length, b.width))
     best, partner = math.inf, None
     for r in rows:
-        if r == s or boxes[r, 7] < 0 or abs(boxes[r, 2] - z) >= 4.0:
+        if r == s or b.kind[r] < 0 or abs(b.z[r] - z) >= 4.0:
             continue
-        gap = math.hypot(boxes[r, 0] - x, boxes[r, 1] - y) - 0.5 * math.hypot(L, Wd) - 0.5 * math.hypot(
-            boxes[r, 4], boxes[r, 5]
-        )
+        gap = math.hypot(b.x[r] - x, b.y[r] - y) - 0.5 * math.hypot(L, Wd) - 0.5 * math.hypot(b.length[r], b.width[r])
         if gap < best:
             best, partner = gap, r
     if abs(v) < 0.2:
         return False, partner
     if partner is None or partner >= S:
         return True, partner
-    rel_x = math.cos(h) * (boxes[partner, 0] - x) + math.sin(h) * (boxes[partner, 1] - y)
+    rel_x = math.cos(h) * (b.x[partner] - x) + math.sin(h) * (b.y[partner] - y)
     return not (rel_x < -0.5 * L and v >= 0), partner
 
 

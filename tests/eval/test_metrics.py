@@ -19,13 +19,14 @@ from pictura.eval.metrics import (
     summarize,
 )
 from pictura.maps.roadmap import AGENT_PEDESTRIAN, AGENT_VEHICLE
+from pictura.sim.snapshot import BOX_INVALID, BoxView, box_row
 
 
 def box(x, y, heading=0.0, length=4.5, width=2.0, kind=AGENT_VEHICLE, z=0.0):
-    return [x, y, z, heading, length, width, 1.5, float(kind)]
+    return box_row(x=x, y=y, z=z, heading=heading, length=length, width=width, height=1.5, kind=float(kind))
 
 
-EMPTY = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]
+EMPTY = box_row(x=0.0, y=0.0, z=0.0, heading=0.0, length=0.0, width=0.0, height=0.0, kind=BOX_INVALID)
 
 
 # ---- at fault ------------------------------------------------------------------------------
@@ -73,7 +74,7 @@ def test_collision_partner_names_what_was_hit():
     boxes = torch.tensor(
         [box(0, 0), box(4.0, 0.5), box(50.0, 0), box(0, 0), EMPTY, EMPTY, box(54.0, 0.0), box(0, 90.0)]
     )  # 2 worlds x 3 slots, then 1 parked row per world
-    boxes[7, 2] = 10.0  # world 1's parked car is on an overpass: out of reach
+    BoxView(boxes[7]).z = 10.0  # world 1's parked car is on an overpass: out of reach
     halted = torch.tensor([0, 1, 0, 0, 0, 0])
     collision = torch.tensor([True, True, True, True, False, False])
     got = collision_partner(collision, boxes, halted, 3, parked_per_world=1).tolist()

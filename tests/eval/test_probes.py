@@ -15,7 +15,7 @@ from pictura.eval.probes import (
 )
 from pictura.maps.roadmap import AGENT_VEHICLE, RoadMap
 from pictura.render import Camera, CameraRig, Renderer
-from pictura.sim.snapshot import BOX_KIND, WorldLayout
+from pictura.sim.snapshot import BOX_INVALID, BoxView, WorldLayout
 from tests.render.conftest import boxes, fill_polygon, front_silhouette, grown_by_one_pixel
 
 EGO = (0.0, 0.0, 0.0, 0.0, 0.8, 0.8, 1.5, AGENT_VEHICLE)
@@ -48,7 +48,7 @@ def test_removing_a_user_changes_only_the_pixels_it_covers():
     other = (30.0, -6.0, 0.0, 0.3, 4.0, 2.0, 1.5, AGENT_VEHICLE)
     present = boxes(4, {0: EGO, 1: TARGET, 2: other})
     absent = present.copy()
-    absent[0, 1, BOX_KIND] = -1.0
+    BoxView(absent[0, 1]).kind = BOX_INVALID
     ls = np.zeros((1, 0), np.int32)
     with_it = r.render_numpy(present, ls, np.array([[0, 0]]))[0, 0].astype(int)
     without = r.render_numpy(absent, ls, np.array([[0, 0]]))[0, 0].astype(int)

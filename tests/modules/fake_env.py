@@ -21,7 +21,7 @@ from pictura.envs.specs import set_step_specs
 NUM_ACTIONS = 12
 EGO_WIDTH = 7
 CONDITIONING_WIDTH = 20
-BOX_WIDTH = 8
+BOX_ROW_FLOATS = 8
 REWARD_TERMS = ("goal", "collision", "offroad", "velocity")
 EVENTS = ("collision", "offroad", "red_light", "goal")
 
@@ -76,7 +76,7 @@ class FakeDrivingEnv(EnvBase):
         dev = self.device
         self._world_id = torch.arange(num_worlds, device=dev).repeat_interleave(slots_per_world)
         self._slot_in_world = torch.arange(slots_per_world, device=dev).repeat(num_worlds)
-        self._box = torch.zeros(S, BOX_WIDTH, device=dev)
+        self._box = torch.zeros(S, BOX_ROW_FLOATS, device=dev)
         self._light = torch.zeros(num_worlds, dtype=torch.int32, device=dev)  # one light per world
         self._clock = torch.zeros(num_worlds, dtype=torch.int64, device=dev)
         self._active = torch.zeros(S, dtype=torch.bool, device=dev)
@@ -125,7 +125,7 @@ class FakeDrivingEnv(EnvBase):
 
     def render_history(self, history, steps, slots) -> torch.Tensor:
         agent_box_hist = history["agent_box"]
-        if agent_box_hist.ndim != 3 or agent_box_hist.shape[1:] != (self.num_slots, BOX_WIDTH):
+        if agent_box_hist.ndim != 3 or agent_box_hist.shape[1:] != (self.num_slots, BOX_ROW_FLOATS):
             raise ValueError(f"agent_box_hist must be (T, {self.num_slots}, 8), got {tuple(agent_box_hist.shape)}")
         box = agent_box_hist[steps, slots]
         light = history["light_state"][steps, self._world_id[slots]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pictura.maps.roadmap import RoadMap
-from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
+from pictura.sim.snapshot import BOX_ROW_FLOATS, WorldLayout
 
 
 def empty_map(**fields) -> RoadMap:
@@ -13,8 +13,8 @@ def empty_map(**fields) -> RoadMap:
 
 
 def boxes(slots: int, rows: dict[int, tuple[float, ...]], steps: int = 1) -> np.ndarray:
-    """(steps, slots, BOX_WIDTH) history, every step the same; unlisted slots empty (-1)."""
-    out = np.full((steps, slots, BOX_WIDTH), -1.0, np.float32)
+    """(steps, slots, BOX_ROW_FLOATS) history, every step the same; unlisted slots empty (-1)."""
+    out = np.full((steps, slots, BOX_ROW_FLOATS), -1.0, np.float32)
     for s, row in rows.items():
         out[:, s] = row
     return out

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from pictura.eval.overview import EGO_COLOR
-from pictura.sim.snapshot import BOX_INVALID, BOX_KIND
+from pictura.sim.snapshot import BoxView
 from pictura.tools.render_scene import EXAMPLE_SCENE, live_world, main, mosaic, scene_from_json
 
 
@@ -67,7 +67,7 @@ def test_map_renders_one_agent_of_a_live_world_beside_an_overview(tmp_path):
     source = "procedural:seed=0"
     _, layout, boxes, _, _ = live_world(source, agents=12, parked=5, seed=0, device="cpu")
     assert layout.num_slots == 12 and len(boxes) == 12 + 5
-    assert (boxes[12:, BOX_KIND] != BOX_INVALID).sum() == 5  # the parked cars
+    assert BoxView(boxes[12:]).valid.sum() == 5  # the parked cars
     views = {}
     for agent in (0, 3):
         out = tmp_path / f"agent{agent}.png"

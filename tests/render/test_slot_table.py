@@ -11,7 +11,7 @@ import warp as wp
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_VEHICLE, LIGHT_GREEN, LIGHT_RED
 from pictura.render import Camera, CameraRig, Renderer
 from pictura.sim.slot_table import slot_table_width
-from pictura.sim.snapshot import BOX_WIDTH, WorldLayout
+from pictura.sim.snapshot import BOX_ROW_FLOATS, WorldLayout
 from tests.render.conftest import empty_map
 
 LIGHT = dict(light_position=np.array([[14.0, 0.0, 3.0]], np.float32), light_heading=np.array([np.pi], np.float32))
@@ -45,7 +45,7 @@ def packed_history() -> tuple[WorldLayout, np.ndarray, np.ndarray, dict]:
     """The packed layout, its agent_box and slot-table histories, and (step, world, k) -> slot."""
     lay = WorldLayout.packed(WORLD_MAP, BLOCK_SLOTS, WORLDS_PER_BLOCK, [1, 1], parked_per_world=PARKED)
     S, W = lay.num_slots, lay.num_worlds
-    box = np.full((2, lay.box_count, BOX_WIDTH), -1.0, np.float32)
+    box = np.full((2, lay.box_count, BOX_ROW_FLOATS), -1.0, np.float32)
     table = np.zeros((2, slot_table_width(S, W)), np.int32)
     slots = {}
     for t, counts in enumerate(AGENTS):
@@ -68,7 +68,7 @@ def packed_history() -> tuple[WorldLayout, np.ndarray, np.ndarray, dict]:
 
 def static_history() -> tuple[WorldLayout, np.ndarray, dict]:
     lay = WorldLayout.uniform(WORLD_MAP, STATIC_SLOTS, [1, 1], parked_per_world=PARKED)
-    box = np.full((2, lay.box_count, BOX_WIDTH), -1.0, np.float32)
+    box = np.full((2, lay.box_count, BOX_ROW_FLOATS), -1.0, np.float32)
     slots = {}
     for t, counts in enumerate(AGENTS):
         for w, n in enumerate(counts):
@@ -104,7 +104,7 @@ def test_packed_layout_renders_what_the_static_layout_of_the_same_worlds_renders
     np.testing.assert_array_equal(got, expected)
     # Each ego sees boxes of its world (the comparison is not between empty scenes): request i
     # of a history whose step i holds only request i's ego draws another picture ...
-    alone = np.full((len(keys), static.box_count, BOX_WIDTH), -1.0, np.float32)
+    alone = np.full((len(keys), static.box_count, BOX_ROW_FLOATS), -1.0, np.float32)
     for i, (t, slot) in enumerate(req_static):
         alone[i, slot] = static_box[t, slot]
     req_alone = np.stack([np.arange(len(keys)), req_static[:, 1]], 1).astype(np.int32)
@@ -177,7 +177,7 @@ def test_occlusion_fraction_of_a_target_in_another_world_is_zero():
     r = renderer(packed)
     ego = (0.0, 0.0, 0.0, 0.0, 0.8, 0.8, 1.5, AGENT_VEHICLE)
     target = (15.0, 0.0, 0.0, np.pi, 2.0, 3.0, 2.0, AGENT_VEHICLE)
-    step = np.full((packed.box_count, BOX_WIDTH), -1.0, np.float32)
+    step = np.full((packed.box_count, BOX_ROW_FLOATS), -1.0, np.float32)
     step[0], step[3] = ego, target
     S = packed.num_slots
     # Step 0's table: slots 0..2 world 0, 3..4 world 1. Step 1's: slot 0 world 0, 1..3 world 1.

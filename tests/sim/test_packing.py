@@ -12,7 +12,7 @@ import pytest
 from pictura.eval.overview import world_rows
 from pictura.maps import load
 from pictura.sim import EVENTS, SimConfig, build_model, reset, step
-from pictura.sim.snapshot import BOX_INVALID, WorldLayout
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxView, WorldLayout
 
 from .conftest import loop_map, np_overlapping_pairs, set_slots, vehicle_config, without_edges
 
@@ -93,12 +93,13 @@ def test_block_resets_follow_the_packing_rule_and_never_overlap(towns):
         )
         z = np.concatenate([st["pos"][:, 2], parked[:, 2]])
         group = np.concatenate([st["slot_world"], np.repeat(np.arange(W), P)])
-        fresh_row = np.isin(group // PER_BLOCK, fresh) & np.concatenate([valid, parked[:, 7] != BOX_INVALID])
+        fresh_row = np.isin(group // PER_BLOCK, fresh) & np.concatenate([valid, BoxView(parked).valid])
         rows = np.flatnonzero(fresh_row)
         assert len(np_overlapping_pairs(box[rows], group[rows], z[rows])) == 0
         # an empty record parks no cars
         empty = st["world_agent_count"] == 0
-        assert np.all(parked.reshape(W, P, 8)[empty & np.isin(np.arange(W) // PER_BLOCK, fresh)][..., 7] == BOX_INVALID)
+        empty_rows = parked.reshape(W, P, BOX_ROW_FLOATS)[empty & np.isin(np.arange(W) // PER_BLOCK, fresh)]
+        assert np.all(BoxView(empty_rows).kind == BOX_INVALID)
         before_start, before_count = st["world_slot_start"].copy(), st["world_slot_count"].copy()
         before_table = np.concatenate([st["slot_world"], before_start, before_count])
         np.testing.assert_array_equal(s0.slot_table.numpy(), before_table)  # the parts are views

@@ -9,7 +9,7 @@ import pytest
 from pictura.maps import load
 from pictura.maps.roadmap import AGENT_VEHICLE
 from pictura.sim import SimConfig, build_model, reset, step
-from pictura.sim.snapshot import BOX_INVALID, WorldLayout
+from pictura.sim.snapshot import BOX_ROW_FLOATS, BoxView, WorldLayout, box_row
 
 from .conftest import (
     loop_map,
@@ -48,23 +48,21 @@ def test_parked_cars_on_spots_disjoint_and_redrawn(town):
     reset(model, s0, 2)
     st = s0.numpy()
     S = model.num_slots
-    assert st["agent_box"].shape == (S + 8 * P, 8)
-    parked = st["agent_box"][S:].reshape(8, P, 8)
-    ok = parked[..., 7] != BOX_INVALID
-    assert np.all(parked[..., 7][ok] == AGENT_VEHICLE)
+    assert st["agent_box"].shape == (S + 8 * P, BOX_ROW_FLOATS)
+    parked = BoxView(st["agent_box"][S:].reshape(8, P, BOX_ROW_FLOATS))
+    ok = parked.valid
+    assert np.all(parked.kind[ok] == AGENT_VEHICLE)
     assert ok.sum() > 0.9 * ok.size  # 18 spots for 16 cars: most are placed
     spots = town.parking_spots
     for w in range(8):
-        boxes = parked[w][ok[w]]
+        boxes = BoxView(parked.rows[w][ok[w]])
         # every car sits on a parking spot, with its heading
-        d = np.linalg.norm(boxes[:, None, :2] - spots[None, :, :2], axis=-1)
+        d = np.linalg.norm(boxes.xy[:, None] - spots[None, :, :2], axis=-1)
         k = d.argmin(1)
         assert np.all(d.min(1) < 1e-4)
-        assert np.all(np.abs(wrap(boxes[:, 3] - spots[k, 3])) < 1e-5)
-        assert np.all(
-            (boxes[:, 4] >= 3.5) & (boxes[:, 4] <= 5.5) & (boxes[:, 5] >= 1.6) & (boxes[:, 5] <= 2.2)
-        )
-        np.testing.assert_allclose(boxes[:, 6], 1.5)
+        assert np.all(np.abs(wrap(boxes.heading - spots[k, 3])) < 1e-5)
+        assert np.all((boxes.length >= 3.5) & (boxes.length <= 5.5) & (boxes.width >= 1.6) & (boxes.width <= 2.2))
+        np.testing.assert_allclose(boxes.height, 1.5)
         # parked cars and agents never overlap each other
         valid = st["valid"].reshape(8, 30)[w] == 1
         agents = np.stack(
@@ -77,8 +75,9 @@ def test_parked_cars_on_spots_disjoint_and_redrawn(town):
             ],
             1,
         )[valid]
-        both = np.concatenate([boxes[:, [0, 1, 3, 4, 5]], agents])
-        z = np.concatenate([boxes[:, 2], st["pos"].reshape(8, 30, 3)[w, valid, 2]])
+        footprint = np.stack([boxes.x, boxes.y, boxes.heading, boxes.length, boxes.width], 1)
+        both = np.concatenate([footprint, agents])
+        z = np.concatenate([boxes.z, st["pos"].reshape(8, 30, 3)[w, valid, 2]])
         assert len(overlapping_pairs(both, z)) == 0
     # carried unchanged while no world resets, redrawn at a reset (episode_length 5)
     before = st["agent_box"][S:].copy()
@@ -102,12 +101,13 @@ def test_parked_fallback_beside_lanes_clear_of_edges():
     model, s0, s1, ctl = make_world([road], [0, 0], 10, cfg)
     reset(model, s0, 4)
     boxes = s0.agent_box.numpy()[model.num_slots :]
-    ok = boxes[:, 7] != BOX_INVALID
+    ok = BoxView(boxes).valid
     assert ok.sum() >= 20
     edges = road.road_edge_segments()[:, :, :2].astype(np.float64)
     lane_seg, owner = road.lane_segments()
-    for b in boxes[ok]:
-        c = np_box_corners(b[0], b[1], b[3], b[4], b[5])
+    for row in boxes[ok]:
+        b = BoxView(row)
+        c = np_box_corners(b.x, b.y, b.heading, b.length, b.width)
         for k in range(4):
             p1 = np.broadcast_to(c[k], edges[:, 0].shape)
             p2 = np.broadcast_to(c[(k + 1) % 4], edges[:, 0].shape)
@@ -115,8 +115,8 @@ def test_parked_fallback_beside_lanes_clear_of_edges():
         # the car's right side is 0.1 m inside its lane's right boundary (centre + width/2) ...
         a, e = lane_seg[:, 0, :2], lane_seg[:, 1, :2]
         ab = e - a
-        right = np.array([np.sin(b[3]), -np.cos(b[3])])
-        right_mid = b[:2] + 0.5 * b[5] * right
+        right = np.array([np.sin(b.heading), -np.cos(b.heading)])
+        right_mid = b.xy + 0.5 * b.width * right
         centre = right_mid + 0.1 * right - 0.5 * road.lane_width[0] * right
         t = np.clip(((centre - a) * ab).sum(1) / (ab**2).sum(1), 0, 1)
         assert np.linalg.norm(a + ab * t[:, None] - centre, axis=1).min() < 0.05
@@ -133,7 +133,7 @@ def _parked_world(parked_z: float):
     model, s0, s1, ctl = make_world([straight_map()], [0], 1, cfg)
     reset(model, s0, 0)
     box = s0.agent_box.numpy()
-    box[1] = [22.0, -10.0, parked_z, 0.0, 4.0, 2.0, 1.5, 0.0]
+    box[1] = box_row(x=22.0, y=-10.0, z=parked_z, heading=0.0, length=4.0, width=2.0, height=1.5, kind=0.0)
     set_slots(
         s0,
         agent_box=box,

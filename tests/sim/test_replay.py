@@ -14,7 +14,7 @@ from pictura.maps import Scenario, load
 from pictura.maps.roadmap import AGENT_CYCLIST, AGENT_PEDESTRIAN, AGENT_VEHICLE, LIGHT_OFF
 from pictura.sim import EVENTS, SimConfig, build_model, reset, step
 from pictura.sim.replay import SLOT_CONTROLLED, SLOT_EMPTY, SLOT_REPLAYED, ReplayLog
-from pictura.sim.snapshot import BOX_INVALID, WorldLayout
+from pictura.sim.snapshot import BOX_INVALID, BoxView, WorldLayout
 from tests.data import data_path
 from tests.sim.conftest import DEVICE, np_point_polyline_distance, set_slots, straight_map
 
@@ -135,19 +135,19 @@ def test_replayed_tracks_follow_their_logs_exactly():
     for k, track in enumerate((1, 2, 3)):
         slot = 1 + k
         for step_t, st in enumerate(hist):
-            box = st["agent_box"][slot]
+            box = BoxView(st["agent_box"][slot])
             on = step_t < T and expect_valid[track, step_t]
             assert bool(st["valid"][slot]) == on, (track, step_t)
             assert st["active"][slot] == 0  # the policy never drives a replayed slot
             if on:
-                np.testing.assert_array_equal(box[:3], sc.track_position[track, step_t])
-                assert box[3] == sc.track_heading[track, step_t]
-                np.testing.assert_array_equal(box[4:7], sc.track_size[track])
-                assert box[7] == float(sc.track_type[track])
+                np.testing.assert_array_equal(box.xyz, sc.track_position[track, step_t])
+                assert box.heading == sc.track_heading[track, step_t]
+                np.testing.assert_array_equal(box.size, sc.track_size[track])
+                assert box.kind == float(sc.track_type[track])
                 assert st["events"][slot].sum() == 0 and st["reward"][slot] == 0.0
             else:
-                assert box[7] == BOX_INVALID
-    assert all(st["agent_box"][4:, 7].tolist() == [BOX_INVALID] * 2 for st in hist)
+                assert box.kind == BOX_INVALID
+    assert all(BoxView(st["agent_box"][4:]).kind.tolist() == [BOX_INVALID] * 2 for st in hist)
     # the controlled vehicle stays put (zero jerk, logged speed 0) and is never replayed
     np.testing.assert_allclose(hist[-1]["agent_box"][0, :2], [-45.0, -4.0], atol=1e-5)
     assert hist[-1]["active"][0] == 1
@@ -169,7 +169,7 @@ def test_controlled_vehicle_on_its_goal_is_removed_and_counts_a_goal():
     np.testing.assert_array_equal(goal_col, np.tile(sc.track_position[0, -1], (3, 1)))
     assert hist[1]["events"][0, E_GOAL] == 1
     assert hist[1]["valid"][0] == 0 and hist[1]["active"][0] == 0
-    assert hist[1]["agent_box"][0, 7] == BOX_INVALID
+    assert BoxView(hist[1]["agent_box"][0]).kind == BOX_INVALID
     assert hist[1]["reward"][0] > 0.5  # the goal term (+1) dominates the per-step terms
     assert hist[1]["events"][1, E_GOAL] == 0 and hist[1]["valid"][1] == 1
     assert all(h["events"][0].sum() == 0 for h in hist[2:])  # gone for good

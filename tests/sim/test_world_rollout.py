@@ -9,7 +9,7 @@ import numpy as np
 from pictura.maps import load
 from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF, LIGHT_RED, LIGHT_YELLOW
 from pictura.sim import EVENTS, SimConfig, build_model, reset, step
-from pictura.sim.snapshot import BOX_INVALID, WorldLayout
+from pictura.sim.snapshot import BoxView, WorldLayout
 
 from .test_world_spawn import _batched_overlaps
 
@@ -65,7 +65,7 @@ def test_full_world_random_rollout():
                 parked = st["agent_box"][S:].reshape(W, P, 8)[ws]
                 boxes = np.concatenate([agents, parked[..., [0, 1, 3, 4, 5]]], 1)
                 z = np.concatenate([pos[..., 2], parked[..., 2]], 1)
-                ok = np.concatenate([valid.reshape(W, n)[ws], parked[..., 7] != BOX_INVALID], 1)
+                ok = np.concatenate([valid.reshape(W, n)[ws], BoxView(parked).valid], 1)
                 assert len(_batched_overlaps(boxes, z, ok)) == 0, t
                 spawn_checks += len(ws)
     assert spawn_checks > 50

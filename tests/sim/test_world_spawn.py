@@ -10,7 +10,7 @@ import pytest
 from pictura.maps import load
 from pictura.maps.roadmap import AGENT_PEDESTRIAN, LIGHT_RED, LIGHT_YELLOW
 from pictura.sim import SimConfig, build_model, reset, slot_utilisation, step
-from pictura.sim.snapshot import BOX_INVALID, WorldLayout
+from pictura.sim.snapshot import BoxView, WorldLayout
 
 from .conftest import np_box_corners, np_boxes_overlap_pairs, np_segments_intersect
 
@@ -101,7 +101,7 @@ def test_spawns_never_overlap_over_10k_resets(towns):
             agents = np.concatenate([xy, heading, size], -1)
             boxes = np.concatenate([agents, parked[..., [0, 1, 3, 4, 5]]], 1)
             z = np.concatenate([pos[..., 2], parked[..., 2]], 1)
-            ok = np.concatenate([valid, parked[..., 7] != BOX_INVALID], 1)
+            ok = np.concatenate([valid, BoxView(parked).valid], 1)
             pairs = _batched_overlaps(boxes, z, ok)
             assert len(pairs) == 0, (seed, t, pairs[:3])
     assert placed > 0.5 * W * R * 60  # U{1,120} has mean 60.5: most draws found a place
