@@ -1,0 +1,222 @@
+"""Each event rule on both sides of every threshold it has (REFERENCE.md "World rules",
+"Reward terms", App. C.1): red light (10 m, 45 deg, 1.5x stop line), off-road (the box's
+edge against a road edge), collision (|dz| < 4 m) and its speed term, the evaluation goal
+radius, at fault (0.2 m/s, struck from behind the rear bumper).
+
+Every scenario first asserts, from a NumPy reconstruction of the step, that the rule under test
+is actually consulted (the bumper does cross the line, the boxes do overlap, ...), so a
+threshold that moves cannot hide behind a scenario that never reaches it. Agents that are not
+part of a scenario sit far apart on the road, so the other rules stay silent."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from pictura.eval.metrics import collision_at_fault
+from pictura.maps.roadmap import AGENT_VEHICLE, LIGHT_RED
+from pictura.sim import EVENTS, REWARD_TERMS, reset, step
+from pictura.sim.features import ACTION_COAST, COND_COLLISION, COND_DELTA_GOAL, COND_V_GOAL
+
+from .conftest import (
+    make_world,
+    np_box_corners,
+    np_boxes_overlap_pairs,
+    np_segments_intersect,
+    set_slots,
+    straight_map,
+    vehicle_config,
+    without_edges,
+)
+
+COLLISION, OFFROAD, RED, GOAL = (EVENTS.index(e) for e in ("collision", "offroad", "red_light", "goal"))
+STOP_LANE = 4  # straight_map: lane chunk x -10..0 ends at the stop line x = 0, y -15..-5
+STOP_A, STOP_B = np.array([0.0, -15.0]), np.array([0.0, -5.0])
+STOP_MID = 0.5 * (STOP_A + STOP_B)
+
+
+def _one_agent_step(x, y, heading, speed, length=4.0, width=2.0, lane=STOP_LANE, light=LIGHT_RED, **config):
+    """A vehicle on the straight road posed by hand, stepped once with zero jerk. A second one
+    stands still far behind it, and the early reset waits for every agent to halt, so the world
+    is not respawned (over the recorded poses) when the first one's infraction halts it."""
+    cfg = vehicle_config(agents_per_world=(2, 2), episode_length=1000, early_reset_halted_fraction=1.0, **config)
+    model, s0, s1, ctl = make_world([straight_map()], [0], 2, cfg)
+    reset(model, s0, 0)
+    set_slots(
+        s0, valid=[1, 1], halted=[0, 0], pos=[[x, y, 0.0], [-45.0, -10.0, 0.0]], heading=[heading, 0.0],
+        speed=[speed, 0.0], accel_long=[0.0, 0.0], accel_lat=[0.0, 0.0], steering=[0.0, 0.0],
+        length=[length, 4.0], width=[width, 2.0], lane=[lane, 0], light_state=[light],
+    )  # fmt: skip
+    ctl.action.assign(np.full(2, ACTION_COAST, np.int32))
+    step(model, s0, ctl, s1)
+    assert s1.world_reset.numpy()[0] == 0 and not s1.events.numpy()[1].any()
+    return s0, s1
+
+
+def _rear_path(s1, length):
+    """The rear-bumper midpoint before and after the step (NumPy, from the recorded poses)."""
+    p0, p1 = s1.prev_pos.numpy()[0, :2].astype(np.float64), s1.pos.numpy()[0, :2].astype(np.float64)
+    h0, h1 = float(s1.prev_heading.numpy()[0]), float(s1.heading.numpy()[0])
+    rear0 = p0 - 0.5 * length * np.array([math.cos(h0), math.sin(h0)])
+    rear1 = p1 - 0.5 * length * np.array([math.cos(h1), math.sin(h1)])
+    return rear0, rear1, p1
+
+
+def _crosses_line(rear0, rear1, scale):
+    a = STOP_MID + (STOP_A - STOP_MID) * scale
+    b = STOP_MID + (STOP_B - STOP_MID) * scale
+    return bool(np_segments_intersect(rear0, rear1, a, b))
+
+
+# ---- red light -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("length", "violates"), [(18.0, True), (20.0, False)])
+def test_red_light_needs_the_agent_within_10_m_of_the_stop_line_midpoint(length, violates):
+    # a long vehicle puts its centre ~length/2 past the line while its rear bumper crosses it
+    x0 = 0.5 * length - 0.5  # rear bumper from x = -0.5 to +0.5 at 10 m/s
+    _, s1 = _one_agent_step(x0, -10.0, 0.0, 10.0, length=length)
+    rear0, rear1, p1 = _rear_path(s1, length)
+    assert _crosses_line(rear0, rear1, 1.0)  # the bumper crosses the line itself
+    distance = float(np.linalg.norm(p1 - STOP_MID))
+    assert (distance < 10.0) == violates and abs(distance - 10.0) > 0.3
+    assert s1.events.numpy()[0, OFFROAD] == 0
+    assert s1.events.numpy()[0, RED] == int(violates)
+
+
+@pytest.mark.parametrize(("heading_deg", "violates"), [(40.0, True), (50.0, False)])
+def test_red_light_needs_the_heading_within_45_deg_of_the_lane(heading_deg, violates):
+    h = math.radians(heading_deg)
+    _, s1 = _one_agent_step(2.0 * math.cos(h) - 0.3, -10.0, h, 10.0)  # rear bumper at x = -0.3
+    rear0, rear1, p1 = _rear_path(s1, 4.0)
+    assert _crosses_line(rear0, rear1, 1.0)
+    assert float(np.linalg.norm(p1 - STOP_MID)) < 10.0
+    assert abs(float(s1.heading.numpy()[0]) - h) < 1e-5  # the lane runs along +x
+    assert s1.events.numpy()[0, OFFROAD] == 0
+    assert s1.events.numpy()[0, RED] == int(violates)
+
+
+@pytest.mark.parametrize(("y", "violates"), [(-3.0, True), (-2.0, False), (-16.9, True), (-17.8, False)])
+def test_red_light_stop_line_is_extended_exactly_1_5_times(y, violates):
+    _, s1 = _one_agent_step(1.5, y, 0.0, 10.0)  # rear bumper from x = -0.5 to +0.5
+    rear0, rear1, p1 = _rear_path(s1, 4.0)
+    assert not _crosses_line(rear0, rear1, 1.0)  # beyond the printed line's ends ...
+    assert _crosses_line(rear0, rear1, 1.5) == violates  # ... only the 1.5x extension can catch it
+    assert _crosses_line(rear0, rear1, 1.6)  # (a longer extension would catch both)
+    assert float(np.linalg.norm(p1 - STOP_MID)) < 10.0
+    assert s1.events.numpy()[0, OFFROAD] == 0
+    assert s1.events.numpy()[0, RED] == int(violates)
+
+
+# ---- off-road --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("y", "heading_deg", "crosses"),
+    [(-1.05, 0.0, False), (-0.95, 0.0, True), (-3.05, 90.0, False), (-2.95, 90.0, True)],
+)
+def test_offroad_fires_exactly_when_the_swept_box_reaches_the_road_edge(y, heading_deg, crosses):
+    # the edge y = 0; 4 x 2 m box, 1 m of travel: along the edge its side comes within 0.05 m of
+    # it (or 0.05 m over it); heading into it, its front does
+    h = math.radians(heading_deg)
+    _, s1 = _one_agent_step(-30.0, y, h, 10.0, lane=1)
+    p0, p1 = s1.prev_pos.numpy()[0, :2], s1.pos.numpy()[0, :2]
+    assert np.linalg.norm(p1 - p0) == pytest.approx(1.0, abs=1e-4)
+    top = max(np_box_corners(*p[:2], h, 4.0, 2.0)[:, 1].max() for p in (p0, p1))
+    assert (top > 0.0) == crosses and abs(top) == pytest.approx(0.05, abs=1e-3)
+    assert -20.0 < p1[1] < 0.0  # the centre stays on the road
+    assert s1.events.numpy()[0, OFFROAD] == int(crosses)
+    assert s1.terminated.numpy()[0] == int(crosses)
+
+
+# ---- collision: the |dz| tolerance and the speed term ----------------------------------------
+def _pair_world(poses, speeds, **config):
+    """Vehicles posed by hand (x, y, z, heading) with signed speeds, 4 x 2 m, stepped once with
+    zero jerk. No early reset (its fraction 1.0), so the halted agents stay as they are."""
+    n = len(poses)
+    cfg = vehicle_config(agents_per_world=(n, n), episode_length=1000, early_reset_halted_fraction=1.0, **config)
+    model, s0, s1, ctl = make_world([without_edges(straight_map())], [0], n, cfg)
+    reset(model, s0, 0)
+    poses = np.asarray(poses, np.float64)
+    zeros = np.zeros(n)
+    set_slots(
+        s0, valid=np.ones(n), halted=zeros, pos=poses[:, :3], heading=poses[:, 3], speed=speeds,
+        accel_long=zeros, accel_lat=zeros, steering=zeros, length=np.full(n, 4.0), width=np.full(n, 2.0),
+    )  # fmt: skip
+    ctl.action.assign(np.full(n, ACTION_COAST, np.int32))
+    alpha = s0.conditioning.numpy()[:, COND_COLLISION].astype(np.float64)
+    step(model, s0, ctl, s1)
+    return s1, alpha
+
+
+@pytest.mark.parametrize(("dz", "collide"), [(3.5, True), (4.5, False)])
+def test_collision_needs_the_boxes_within_4_m_in_height(dz, collide):
+    s1, _ = _pair_world([[0, -10, 0, 0], [3, -10, dz, 0], [-40, -10, 0, 0]], [0.0, 0.0, 0.0])
+    pos = s1.pos.numpy()
+    boxes = np.array([[p[0], p[1], 0.0, 4.0, 2.0] for p in pos[:2]])
+    assert np_boxes_overlap_pairs(boxes[:1], boxes[1:])[0]  # the footprints overlap in xy
+    assert pos[1, 2] - pos[0, 2] == pytest.approx(dz)
+    assert s1.events.numpy()[:, COLLISION].tolist() == [int(collide), int(collide), 0]
+
+
+def test_collision_penalty_grows_with_the_speed_on_the_collision_step():
+    # 0 drives at 10 m/s into 1 (standing); 2 reverses at 2 m/s into 3 (standing); 4 is alone
+    poses = [[-20, -10, 0, 0], [-15.5, -10, 0, 0], [20, -10, 0, 0], [15.9, -10, 0, 0], [-45, -10, 0, 0]]
+    speeds = np.array([10.0, 0.0, -2.0, 0.0, 0.0])
+    s1, alpha = _pair_world(poses, speeds)
+    # reference: with zero jerk and no acceleration the speed of the step is the speed before it
+    pos = s1.pos.numpy().astype(np.float64)
+    np.testing.assert_allclose(pos[:, 0], np.array(poses)[:, 0] + 0.1 * speeds, atol=1e-5)
+    boxes = np.array([[p[0], p[1], 0.0, 4.0, 2.0] for p in pos])
+    assert np_boxes_overlap_pairs(boxes[[0, 2]], boxes[[1, 3]]).tolist() == [True, True]
+    assert s1.events.numpy()[:, COLLISION].tolist() == [1, 1, 1, 1, 0]
+    expected = -(alpha + 0.1 * np.abs(speeds))
+    expected[4] = 0.0
+    terms = s1.reward_terms.numpy()[:, REWARD_TERMS.index("collision")]
+    np.testing.assert_allclose(terms, expected, rtol=1e-5, atol=1e-6)
+
+
+# ---- goals: the evaluation radius ------------------------------------------------------------
+@pytest.mark.parametrize(("aside", "reached"), [(1.9, True), (2.1, False)])
+def test_eval_goal_radius_is_2_m_whatever_the_training_radius(aside, reached):
+    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=1000, eval=True, v_max=20.0)
+    model, s0, s1, ctl = make_world([straight_map()], [0], 1, cfg)
+    reset(model, s0, 0)
+    set_slots(
+        s0, valid=[1], halted=[0], pos=[[-30.0, -10.0, 0.0]], heading=[0.0], speed=[10.0], accel_long=[0.0],
+        accel_lat=[0.0], steering=[0.0], length=[4.0], width=[2.0], goal_index=[0],
+    )  # fmt: skip
+    goals = s0.goal.numpy()
+    goals[0, 0] = [-29.5, -10.0 + aside, 0.0]  # beside the middle of the 1 m path
+    cond = s0.conditioning.numpy()
+    cond[0, COND_DELTA_GOAL] = 12.0  # the training radius would reach it either way
+    cond[0, COND_V_GOAL] = 0.0
+    set_slots(s0, goal=goals, conditioning=cond)
+    ctl.action.assign(np.full(1, ACTION_COAST, np.int32))
+    step(model, s0, ctl, s1)
+    p0, p1 = s1.prev_pos.numpy()[0, :2], s1.pos.numpy()[0, :2]
+    assert p0[0] < -29.5 < p1[0] and abs(p1[1] + 10.0) < 1e-4  # the path passes beside the goal
+    assert s1.events.numpy()[0, OFFROAD] == 0
+    assert s1.events.numpy()[0, GOAL] == int(reached)
+    assert s1.goal_index.numpy()[0] == int(reached)
+
+
+# ---- at fault (App. C.1) ---------------------------------------------------------------------
+def _box(x, y, heading=0.0, length=4.0, width=2.0):
+    return [x, y, 0.0, heading, length, width, 1.5, float(AGENT_VEHICLE)]
+
+
+@pytest.mark.parametrize(("speed", "at_fault"), [(0.19, False), (0.21, True), (-0.19, False), (-0.21, True)])
+def test_at_fault_needs_the_ego_faster_than_0_2_m_s_either_way(speed, at_fault):
+    # ego 0 hits the side of 1 (standing, not behind it): only the speed threshold decides
+    boxes = torch.tensor([_box(0, 0), _box(3.0, 1.5, math.pi / 2)])
+    got = collision_at_fault(torch.tensor([True, False]), torch.tensor([speed, 0.0]), boxes, 2)
+    assert got.tolist() == [at_fault, False]
+
+
+@pytest.mark.parametrize(("partner_x", "at_fault"), [(-1.9, True), (-2.1, False)])
+def test_struck_from_behind_means_the_partner_centre_behind_the_rear_bumper(partner_x, at_fault):
+    # the ego (4 m long: rear bumper at x = -2) drives at 5 m/s; the partner's centre is just in
+    # front of or just behind the bumper line, 2.5 m to the side (its nearest box either way)
+    boxes = torch.tensor([_box(0, 0), _box(partner_x, 2.5), _box(60, 0)])
+    got = collision_at_fault(torch.tensor([True, False, False]), torch.tensor([5.0, 5.0, 0.0]), boxes, 3)
+    assert bool(got[0]) == at_fault
