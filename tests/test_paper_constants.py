@@ -45,6 +45,8 @@ def test_table3_camera_rig_every_camera_and_the_intrinsics():
     # the focal scales with the render width; the default principal point is the image centre
     assert rig.focal == pytest.approx(TABLE3_FOCAL_PX * 96 / 1920)
     assert rig.principal == (48.0, 27.0)
+    square = CameraRig(width=64, height=64)  # not 16:9: the focal follows the width
+    assert square.focal == pytest.approx(TABLE3_FOCAL_PX * 64 / 1920)
 
 
 # ---- Actions and dynamics (REFERENCE.md "Dynamics") -----------------------------------------

@@ -58,7 +58,17 @@ class Recorder:
         self.forwards.append((torch.is_grad_enabled(), args[0]["pixels"].clone()))
 
 
-def _run_one_iteration(monkeypatch, tmp_path, **kwargs):
+class LoudRewardEnv(FakeDrivingEnv):
+    """The fake env with rewards x 100: value targets far from the initial value head, so the
+    gradient norm is well above Table 5's clip of 0.5 and the clip takes part."""
+
+    def _step(self, tensordict):
+        out = super()._step(tensordict)
+        out.set("reward", out.get("reward") * 100.0)
+        return out
+
+
+def _run_one_iteration(monkeypatch, tmp_path, env_class=FakeDrivingEnv, **kwargs):
     recorder = Recorder()
     monkeypatch.setattr(ppo_module, "ppo_loss", functools.partial(recorder.loss, ppo_module.ppo_loss))
     initial: dict = {}
@@ -70,7 +80,7 @@ def _run_one_iteration(monkeypatch, tmp_path, **kwargs):
         built.register_forward_hook(recorder.hook)
         return built
 
-    env = functools.partial(FakeDrivingEnv, num_worlds=2, slots_per_world=4, agents_per_world=(2, 4),
+    env = functools.partial(env_class, num_worlds=2, slots_per_world=4, agents_per_world=(2, 4),
                             rig=FakeRig(32, 18), episode_length=5, event_prob=0.1)  # fmt: skip
     model = PPO(env=env, policy=policy, rollout_steps=8, gamma=GAMMA, gae_lambda=LAMBDA, clip_coef=CLIP,
                 vf_coef=VF, ent_coef=ENT, filter_threshold=FILTER_THRESHOLD, max_iterations=1, **kwargs)  # fmt: skip
@@ -156,7 +166,7 @@ def test_the_loss_gets_each_kept_transition_once_per_epoch_normalised_per_miniba
 def test_the_gradient_step_is_taken_on_that_loss(monkeypatch, tmp_path):
     # one epoch of one minibatch: one gradient step from the initial weights
     model, calls, recorder, initial = _run_one_iteration(
-        monkeypatch, tmp_path, minibatch_size=1024, update_epochs=1, learning_rate=1e-3
+        monkeypatch, tmp_path, env_class=LoudRewardEnv, minibatch_size=1024, update_epochs=1, learning_rate=1e-3
     )
     assert len(calls) == 1
     buf = model.rollout
@@ -179,7 +189,8 @@ def test_the_gradient_step_is_taken_on_that_loss(monkeypatch, tmp_path):
     value_loss = 0.5 * ((value.float() - returns[t, s]) ** 2).mean()
     entropy = -(log_probs.exp() * log_probs).sum(-1).mean()
     (policy_loss - ENT * entropy + VF * value_loss).backward()
-    torch.nn.utils.clip_grad_norm_(initial.parameters(), 0.5)  # Table 5's max gradient norm
+    norm = torch.nn.utils.clip_grad_norm_(initial.parameters(), 0.5)  # Table 5's max gradient norm
+    assert norm > 2.0  # the clip bites: a wrong clip value changes the step
     trained = dict(model.policy.named_parameters())
     assert len(recorder.step_grads) == 1
     (grads,) = recorder.step_grads

@@ -19,7 +19,16 @@ import torch
 from pictura.eval.metrics import collision_at_fault
 from pictura.maps.roadmap import AGENT_VEHICLE, LIGHT_RED
 from pictura.sim import EVENTS, REWARD_TERMS, reset, step
-from pictura.sim.features import ACTION_COAST, COND_COLLISION, COND_DELTA_GOAL, COND_V_GOAL
+from pictura.sim.features import (
+    ACTION_COAST,
+    COND_CENTER_BIAS,
+    COND_COLLISION,
+    COND_DELTA_GOAL,
+    COND_LANE_ALIGN,
+    COND_LANE_CENTER,
+    COND_V_GOAL,
+    COND_VEL_ALIGN,
+)
 
 from .conftest import (
     make_world,
@@ -38,7 +47,9 @@ STOP_A, STOP_B = np.array([0.0, -15.0]), np.array([0.0, -5.0])
 STOP_MID = 0.5 * (STOP_A + STOP_B)
 
 
-def _one_agent_step(x, y, heading, speed, length=4.0, width=2.0, lane=STOP_LANE, light=LIGHT_RED, **config):
+def _one_agent_step(
+    x, y, heading, speed, length=4.0, width=2.0, lane=STOP_LANE, light=LIGHT_RED, accel_long=0.0, **config
+):
     """A vehicle on the straight road posed by hand, stepped once with zero jerk. A second one
     stands still far behind it, and the early reset waits for every agent to halt, so the world
     is not respawned (over the recorded poses) when the first one's infraction halts it."""
@@ -47,7 +58,7 @@ def _one_agent_step(x, y, heading, speed, length=4.0, width=2.0, lane=STOP_LANE,
     reset(model, s0, 0)
     set_slots(
         s0, valid=[1, 1], halted=[0, 0], pos=[[x, y, 0.0], [-45.0, -10.0, 0.0]], heading=[heading, 0.0],
-        speed=[speed, 0.0], accel_long=[0.0, 0.0], accel_lat=[0.0, 0.0], steering=[0.0, 0.0],
+        speed=[speed, 0.0], accel_long=[accel_long, 0.0], accel_lat=[0.0, 0.0], steering=[0.0, 0.0],
         length=[length, 4.0], width=[width, 2.0], lane=[lane, 0], light_state=[light],
     )  # fmt: skip
     ctl.action.assign(np.full(2, ACTION_COAST, np.int32))
@@ -109,6 +120,63 @@ def test_red_light_stop_line_is_extended_exactly_1_5_times(y, violates):
     assert s1.events.numpy()[0, RED] == int(violates)
 
 
+# ---- reward terms with a threshold ----------------------------------------------------------
+def _terms_on_the_open_road(speed, accel_long=0.0, y=-10.0, heading=0.0):
+    """Reward terms of a vehicle driving on the lane, far from the stop line and the edges
+    (the straight road's lanes carry no speed limit: the 15 m/s default applies)."""
+    s0, s1 = _one_agent_step(-35.0, y, heading, speed, lane=1, accel_long=accel_long)
+    assert not s1.events.numpy()[0, [COLLISION, OFFROAD, RED]].any()
+    assert s1.lane.numpy()[0] >= 0
+    if heading == 0.0:
+        assert abs(float(s1.lane_heading_error.numpy()[0])) < 1e-4
+    return s1, dict(zip(REWARD_TERMS, s1.reward_terms.numpy()[0].astype(np.float64), strict=True)), s0
+
+
+@pytest.mark.parametrize(("speed", "fires"), [(16.9, False), (17.1, True)])
+def test_overspeed_fires_2_m_s_over_the_default_limit_of_15(speed, fires):
+    s1, terms, _ = _terms_on_the_open_road(speed)
+    assert float(s1.speed.numpy()[0]) == pytest.approx(speed, abs=1e-5)  # zero jerk keeps the speed
+    assert (terms["overspeed"] < 0) == fires
+
+
+@pytest.mark.parametrize(("speed", "pays"), [(2.4, False), (2.6, True)])
+def test_velocity_reward_needs_more_than_2_5_m_s(speed, pays):
+    _, terms, _ = _terms_on_the_open_road(speed)
+    assert terms["velocity"] == pytest.approx(2.5e-3 * 0.1 if pays else 0.0, rel=1e-5)  # fixed alpha x dt
+
+
+@pytest.mark.parametrize(("accel", "uncomfortable"), [(-2.9, False), (-3.1, True)])
+def test_comfort_counts_braking_harder_than_3_m_s2(accel, uncomfortable):
+    s1, terms, _ = _terms_on_the_open_road(10.0, accel_long=accel)
+    assert float(s1.accel_long.numpy()[0]) == pytest.approx(accel, abs=1e-5)
+    assert (terms["comfort"] < 0) == uncomfortable
+
+
+@pytest.mark.parametrize(
+    ("dy", "heading_deg", "aligned"),
+    [(0.0, 0.0, True), (1.2, 0.0, True), (-2.5, 0.0, True), (1.0, 55.0, True), (1.0, 65.0, False)],
+)
+def test_lane_centre_and_align_terms_follow_their_closed_forms(dy, heading_deg, aligned):
+    s1, terms, s0 = _terms_on_the_open_road(5.0, y=-10.0 + dy, heading=math.radians(heading_deg))
+    cond = s0.conditioning.numpy()[0].astype(np.float64)
+    theta = float(s1.lane_heading_error.numpy()[0])
+    offset = float(s1.lane_offset.numpy()[0])
+    y1 = float(s1.pos.numpy()[0, 1])
+    assert abs(offset) == pytest.approx(abs(y1 + 10.0), abs=1e-3)  # lateral distance to the centre
+    assert abs(theta) == pytest.approx(math.radians(heading_deg), abs=1e-4)
+    assert (math.cos(theta) > 0.5) == aligned  # the side of the 60-degree threshold
+    d = abs(offset - cond[COND_CENTER_BIAS])
+    dt, v = 0.1, 5.0
+    centre = -cond[COND_LANE_CENTER] * dt * (float(aligned) * d - 0.05 * math.exp(-(d - 0.5)))
+    align = cond[COND_LANE_ALIGN] * dt * (
+        min(math.cos(theta), 0.0)
+        + cond[COND_VEL_ALIGN] * min(v * math.cos(theta), 0.0)
+        + 0.0025 * (1 - 2 * abs(theta) / math.pi)
+    )
+    assert terms["lane_center"] == pytest.approx(centre, rel=1e-4, abs=1e-9)
+    assert terms["lane_align"] == pytest.approx(align, rel=1e-4, abs=1e-9)
+
+
 # ---- off-road --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("y", "heading_deg", "crosses"),
@@ -158,6 +226,31 @@ def test_collision_needs_the_boxes_within_4_m_in_height(dz, collide):
     assert s1.events.numpy()[:, COLLISION].tolist() == [int(collide), int(collide), 0]
 
 
+def test_swept_collision_counts_once_both_agents_move_0_1_m():
+    # 0 (1 x 1 m) passes through 1 (1 x 1 m, creeping 0.11 m forward) within the step: apart at
+    # both ends of the step, overlapping at the mid-step poses
+    n = 3
+    cfg = vehicle_config(agents_per_world=(n, n), episode_length=1000, early_reset_halted_fraction=1.0)
+    model, s0, s1, ctl = make_world([without_edges(straight_map())], [0], n, cfg)
+    reset(model, s0, 0)
+    zeros = np.zeros(n)
+    set_slots(
+        s0, valid=np.ones(n), halted=zeros, pos=[[-2.5, -10, 0], [0, -10, 0], [-40, -10, 0]], heading=zeros,
+        speed=[40.0, 1.1, 0.0], accel_long=zeros, accel_lat=zeros, steering=zeros, length=[1, 1, 4], width=[1, 1, 2],
+    )  # fmt: skip
+    ctl.action.assign(np.full(n, ACTION_COAST, np.int32))
+    step(model, s0, ctl, s1)
+    p0, p1 = s1.prev_pos.numpy()[:2, :2].astype(np.float64), s1.pos.numpy()[:2, :2].astype(np.float64)
+    moved = np.linalg.norm(p1 - p0, axis=1)
+    assert moved[0] == pytest.approx(4.0, abs=1e-4) and moved[1] == pytest.approx(0.11, abs=1e-4)
+    box = lambda p: np.array([[p[0], p[1], 0.0, 1.0, 1.0]])  # noqa: E731
+    assert not np_boxes_overlap_pairs(box(p0[0]), box(p0[1]))[0]
+    assert not np_boxes_overlap_pairs(box(p1[0]), box(p1[1]))[0]
+    mid = 0.5 * (p0 + p1)
+    assert np_boxes_overlap_pairs(box(mid[0]), box(mid[1]))[0]
+    assert s1.events.numpy()[:, COLLISION].tolist() == [1, 1, 0]
+
+
 def test_collision_penalty_grows_with_the_speed_on_the_collision_step():
     # 0 drives at 10 m/s into 1 (standing); 2 reverses at 2 m/s into 3 (standing); 4 is alone
     poses = [[-20, -10, 0, 0], [-15.5, -10, 0, 0], [20, -10, 0, 0], [15.9, -10, 0, 0], [-45, -10, 0, 0]]
@@ -176,28 +269,44 @@ def test_collision_penalty_grows_with_the_speed_on_the_collision_step():
 
 
 # ---- goals: the evaluation radius ------------------------------------------------------------
-@pytest.mark.parametrize(("aside", "reached"), [(1.9, True), (2.1, False)])
-def test_eval_goal_radius_is_2_m_whatever_the_training_radius(aside, reached):
-    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=1000, eval=True, v_max=20.0)
+def _goal_step(goal_index=0, aside=0.0, v_goal=0.0, speed=10.0, **config):
+    """A vehicle passing 1 m along the road with its waypoint ``goal_index`` beside the middle
+    of its path, ``aside`` m off it; the training radius (12 m) would reach it."""
+    cfg = vehicle_config(agents_per_world=(1, 1), episode_length=1000, **config)
     model, s0, s1, ctl = make_world([straight_map()], [0], 1, cfg)
     reset(model, s0, 0)
     set_slots(
-        s0, valid=[1], halted=[0], pos=[[-30.0, -10.0, 0.0]], heading=[0.0], speed=[10.0], accel_long=[0.0],
-        accel_lat=[0.0], steering=[0.0], length=[4.0], width=[2.0], goal_index=[0],
+        s0, valid=[1], halted=[0], pos=[[-30.0, -10.0, 0.0]], heading=[0.0], speed=[speed], accel_long=[0.0],
+        accel_lat=[0.0], steering=[0.0], length=[4.0], width=[2.0], goal_index=[goal_index],
     )  # fmt: skip
     goals = s0.goal.numpy()
-    goals[0, 0] = [-29.5, -10.0 + aside, 0.0]  # beside the middle of the 1 m path
+    goals[0, goal_index] = [-30.0 + 0.05 * speed, -10.0 + aside, 0.0]
     cond = s0.conditioning.numpy()
-    cond[0, COND_DELTA_GOAL] = 12.0  # the training radius would reach it either way
-    cond[0, COND_V_GOAL] = 0.0
+    cond[0, COND_DELTA_GOAL] = 12.0
+    cond[0, COND_V_GOAL] = v_goal
     set_slots(s0, goal=goals, conditioning=cond)
     ctl.action.assign(np.full(1, ACTION_COAST, np.int32))
     step(model, s0, ctl, s1)
     p0, p1 = s1.prev_pos.numpy()[0, :2], s1.pos.numpy()[0, :2]
-    assert p0[0] < -29.5 < p1[0] and abs(p1[1] + 10.0) < 1e-4  # the path passes beside the goal
+    assert p0[0] < goals[0, goal_index, 0] < p1[0] and abs(p1[1] + 10.0) < 1e-4  # it passes beside the goal
     assert s1.events.numpy()[0, OFFROAD] == 0
+    return s0, s1
+
+
+@pytest.mark.parametrize(("aside", "reached"), [(1.9, True), (2.1, False)])
+def test_eval_goal_radius_is_2_m_whatever_the_training_radius(aside, reached):
+    _, s1 = _goal_step(aside=aside, eval=True, v_max=20.0)
     assert s1.events.numpy()[0, GOAL] == int(reached)
     assert s1.goal_index.numpy()[0] == int(reached)
+
+
+@pytest.mark.parametrize(("v_goal", "paid"), [(10.5, True), (9.5, False)])
+def test_the_third_waypoint_pays_only_below_v_goal(v_goal, paid):
+    _, s1 = _goal_step(goal_index=2, v_goal=v_goal, speed=10.0)
+    assert float(s1.speed.numpy()[0]) == pytest.approx(10.0, abs=1e-5)
+    assert s1.events.numpy()[0, GOAL] == int(paid)
+    # paid: the set is done and a new one starts (open-ended episodes); else it waits at 2
+    assert (s1.goal_index.numpy()[0] != 2) == paid
 
 
 # ---- at fault (App. C.1) ---------------------------------------------------------------------
