@@ -57,6 +57,7 @@ class Mutant:
 SIM_RULES = ("tests/sim/test_rule_thresholds.py",)
 CONSTANTS = ("tests/test_paper_constants.py",)
 WIRING = ("tests/modules/test_ppo_wiring.py",)
+RENDER = ("tests/render/test_camera_mount.py", "tests/render/test_rasterizer.py")
 
 MUTANTS: tuple[Mutant, ...] = (
     # ---- sim/: event rules -----------------------------------------------------------------
@@ -207,9 +208,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("womd_min_displacement", "pictura/eval/protocols.py", "WOMD_MIN_DISPLACEMENT_M = 2.0",
            "WOMD_MIN_DISPLACEMENT_M = 5.0", CONSTANTS + ("tests/eval/test_womd_protocol.py",), "constant"),
     Mutant("camera_left_axis_sign", "pictura/render/kernels.py", "left = wp.vec3(-wp.sin(yaw), wp.cos(yaw), 0.0)",
-           "left = wp.vec3(wp.sin(yaw), -wp.cos(yaw), 0.0)", ("tests/render/test_rasterizer.py",), "sign"),
+           "left = wp.vec3(wp.sin(yaw), -wp.cos(yaw), 0.0)", RENDER, "sign"),
     Mutant("camera_mount_sign", "pictura/render/kernels.py", "agent_box[step, slot, 0] + ch * mx - sh * my",
-           "agent_box[step, slot, 0] + ch * mx + sh * my", ("tests/render/test_rasterizer.py",), "sign"),
+           "agent_box[step, slot, 0] + ch * mx + sh * my", RENDER, "sign"),
     Mutant("opendrive_lane_offset_sign", "pictura/maps/opendrive/lanes.py",
            "[self.x - t * np.sin(self.heading), self.y + t * np.cos(self.heading), self.z]",
            "[self.x + t * np.sin(self.heading), self.y + t * np.cos(self.heading), self.z]",

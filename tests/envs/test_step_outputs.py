@@ -1,7 +1,8 @@
 """What `DrivingEnv.step` returns per slot, on every step of a short random rollout that ends
 in a world reset: ``done`` is ``terminated | truncated`` (TorchRL's contract), the reward is
 the sum of its named terms on every slot (terminal steps included: that is where the collision
-term's speed part lives), and a terminal event terminates exactly its slot."""
+term's speed part lives), each event's term is under its own name, and a terminal event
+terminates exactly its slot."""
 
 from __future__ import annotations
 
@@ -36,6 +37,13 @@ def test_done_reward_and_terminated_agree_with_the_terms_and_events():
         events = nxt["info", "event"]
         infraction = events["collision"] | events["offroad"] | events["red_light"]
         assert torch.equal(terminated[valid], infraction[valid])
+        # each event's term sits under its own name: nonzero exactly where its event fired
+        reward = nxt["info", "reward"]
+        assert torch.equal(reward["goal"][valid], events["goal"][valid].float())
+        for term, event in (("collision", "collision"), ("offroad", "offroad"), ("red_light", "red_light")):
+            assert torch.equal((reward[term] < 0)[valid], events[event][valid]), term
+        for term in ("overspeed", "reverse", "timestep", "comfort"):
+            assert bool((reward[term] <= 0).all()), term  # penalties
         saw_truncated |= bool(truncated.any())
         saw_terminated |= bool(terminated.any())
         td = nxt

@@ -23,11 +23,16 @@ from pictura.sim.features import (
     ACTION_COAST,
     COND_CENTER_BIAS,
     COND_COLLISION,
+    COND_COMFORT,
     COND_DELTA_GOAL,
     COND_LANE_ALIGN,
     COND_LANE_CENTER,
+    COND_OVERSPEED,
+    COND_REVERSE,
+    COND_TIMESTEP,
     COND_V_GOAL,
     COND_VEL_ALIGN,
+    COND_VELOCITY,
 )
 
 from .conftest import (
@@ -177,6 +182,72 @@ def test_lane_centre_and_align_terms_follow_their_closed_forms(dy, heading_deg, 
     assert terms["lane_align"] == pytest.approx(align, rel=1e-4, abs=1e-9)
 
 
+def _shaped_terms_reference(s0, s1, dt=0.1, speed_limit=15.0):
+    """REFERENCE.md "Reward terms" for the eight shaped terms, from the step's outcome (speed,
+    accelerations, jerks, lane offset and heading error) and the agent's Table 2 coefficients."""
+    a = s0.conditioning.numpy()[0].astype(np.float64)
+    v = float(s1.speed.numpy()[0])
+    a_long, a_lat = float(s1.accel_long.numpy()[0]), float(s1.accel_lat.numpy()[0])
+    j_long, j_lat = float(s1.jerk_long.numpy()[0]), float(s1.jerk_lat.numpy()[0])
+    theta, x = float(s1.lane_heading_error.numpy()[0]), float(s1.lane_offset.numpy()[0])
+    d = abs(x - a[COND_CENTER_BIAS])
+    cos_t = math.cos(theta)
+    discomfort = float(abs(a_long) > 3) + float(abs(a_lat) > 3) + float(abs(j_long) > 5 or abs(j_lat) > 5)
+    return {
+        "comfort": -a[COND_COMFORT] * discomfort,
+        "lane_align": a[COND_LANE_ALIGN] * dt * (
+            min(cos_t, 0.0) + a[COND_VEL_ALIGN] * min(v * cos_t, 0.0) + 0.0025 * (1 - 2 * abs(theta) / math.pi)
+        ),
+        "lane_center": -a[COND_LANE_CENTER] * dt * (float(cos_t > 0.5) * d - 0.05 * math.exp(-(d - 0.5))),
+        "velocity": a[COND_VELOCITY] * dt * max(cos_t, 0.0) * float(v > 2.5),
+        "overspeed": -a[COND_OVERSPEED] * float(v > speed_limit + 2.0),
+        "reverse": -a[COND_REVERSE] * dt * float(v < 0.0),
+        "timestep": -a[COND_TIMESTEP] * dt * float(abs(v) > 0 or abs(a_long) > 0 or abs(a_lat) > 0),
+    }
+
+
+@pytest.mark.parametrize(
+    ("speed", "accel", "dy", "heading_deg"),
+    [
+        (10.0, 0.0, 0.0, 0.0),  # cruising on the centre line
+        (-0.3, 0.0, 0.4, 0.0),  # reversing slowly
+        (0.3, 0.0, -0.4, 0.0),  # creeping forward
+        (0.0, 0.0, 1.0, 10.0),  # standing still
+        (18.0, -4.0, -1.5, 20.0),  # fast, braking hard, off centre and turned
+        (5.0, 0.0, 2.0, 120.0),  # against the lane (cos < 0)
+    ],
+)
+def test_every_shaped_reward_term_follows_its_closed_form(speed, accel, dy, heading_deg):
+    s1, terms, s0 = _terms_on_the_open_road(speed, accel_long=accel, y=-10.0 + dy, heading=math.radians(heading_deg))
+    expected = _shaped_terms_reference(s0, s1)
+    assert float(s1.speed.numpy()[0]) == pytest.approx(speed + 0.1 * accel, abs=1e-4)
+    for name, value in expected.items():
+        assert terms[name] == pytest.approx(value, rel=1e-4, abs=1e-9), name
+    assert terms["goal"] == 0.0
+
+
+# ---- one infraction per agent per step: off-road, then collision, then red light ------------
+def test_a_collision_on_the_red_line_counts_as_the_collision_only():
+    # 0 runs the red light (rear bumper over the line) into 1, standing just past the line
+    s1, _ = _pair_world([[1.5, -10, 0, 0], [5.5, -10, 0, 0], [-40, -10, 0, 0]], [10.0, 0.0, 0.0], lanes=[STOP_LANE, 5, 0])
+    rear0, rear1, _ = _rear_path(s1, 4.0)
+    assert _crosses_line(rear0, rear1, 1.0)  # the red-light rule's geometry holds for 0 ...
+    pos = s1.pos.numpy()
+    assert np_boxes_overlap_pairs(np.array([[*pos[0, :2], 0, 4, 2]]), np.array([[*pos[1, :2], 0, 4, 2]]))[0]
+    events = s1.events.numpy()
+    assert events[0, COLLISION] == 1 and events[0, RED] == 0  # ... but the collision comes first
+    assert events[:, COLLISION].tolist() == [1, 1, 0]
+
+
+def test_a_collision_while_crossing_the_road_edge_counts_as_the_off_road_only():
+    s1, _ = _pair_world([[-20, -0.95, 0, 0], [-16.5, -1.5, 0, 0], [-40, -10, 0, 0]], [10.0, 0.0, 0.0], edges=True)
+    pos = s1.pos.numpy()
+    assert np_boxes_overlap_pairs(np.array([[*pos[0, :2], 0, 4, 2]]), np.array([[*pos[1, :2], 0, 4, 2]]))[0]
+    events = s1.events.numpy()
+    assert events[0, OFFROAD] == 1 and events[0, COLLISION] == 0
+    assert events[1, COLLISION] == 1  # the other car was hit all the same
+
+
 # ---- off-road --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("y", "heading_deg", "crosses"),
@@ -197,19 +268,24 @@ def test_offroad_fires_exactly_when_the_swept_box_reaches_the_road_edge(y, headi
 
 
 # ---- collision: the |dz| tolerance and the speed term ----------------------------------------
-def _pair_world(poses, speeds, **config):
+def _pair_world(poses, speeds, lanes=None, edges=False, **config):
     """Vehicles posed by hand (x, y, z, heading) with signed speeds, 4 x 2 m, stepped once with
-    zero jerk. No early reset (its fraction 1.0), so the halted agents stay as they are."""
+    zero jerk, the light red, the road edges only when ``edges``. No early reset (its fraction
+    1.0), so the halted agents stay as they are."""
     n = len(poses)
     cfg = vehicle_config(agents_per_world=(n, n), episode_length=1000, early_reset_halted_fraction=1.0, **config)
-    model, s0, s1, ctl = make_world([without_edges(straight_map())], [0], n, cfg)
+    road = straight_map() if edges else without_edges(straight_map())
+    model, s0, s1, ctl = make_world([road], [0], n, cfg)
     reset(model, s0, 0)
     poses = np.asarray(poses, np.float64)
     zeros = np.zeros(n)
     set_slots(
         s0, valid=np.ones(n), halted=zeros, pos=poses[:, :3], heading=poses[:, 3], speed=speeds,
         accel_long=zeros, accel_lat=zeros, steering=zeros, length=np.full(n, 4.0), width=np.full(n, 2.0),
+        light_state=[LIGHT_RED],
     )  # fmt: skip
+    if lanes is not None:
+        set_slots(s0, lane=lanes)
     ctl.action.assign(np.full(n, ACTION_COAST, np.int32))
     alpha = s0.conditioning.numpy()[:, COND_COLLISION].astype(np.float64)
     step(model, s0, ctl, s1)
@@ -300,13 +376,17 @@ def test_eval_goal_radius_is_2_m_whatever_the_training_radius(aside, reached):
     assert s1.goal_index.numpy()[0] == int(reached)
 
 
-@pytest.mark.parametrize(("v_goal", "paid"), [(10.5, True), (9.5, False)])
-def test_the_third_waypoint_pays_only_below_v_goal(v_goal, paid):
-    _, s1 = _goal_step(goal_index=2, v_goal=v_goal, speed=10.0)
+@pytest.mark.parametrize(
+    ("goal_index", "v_goal", "paid"), [(2, 10.5, True), (2, 9.5, False), (0, 0.0, True), (1, 0.0, True)]
+)
+def test_only_the_third_waypoint_needs_a_speed_below_v_goal(goal_index, v_goal, paid):
+    _, s1 = _goal_step(goal_index=goal_index, v_goal=v_goal, speed=10.0)
     assert float(s1.speed.numpy()[0]) == pytest.approx(10.0, abs=1e-5)
     assert s1.events.numpy()[0, GOAL] == int(paid)
-    # paid: the set is done and a new one starts (open-ended episodes); else it waits at 2
-    assert (s1.goal_index.numpy()[0] != 2) == paid
+    if goal_index < 2:
+        assert s1.goal_index.numpy()[0] == goal_index + int(paid)
+    else:  # paid: the set is done and a new one starts (open-ended episodes); else it waits at 2
+        assert (s1.goal_index.numpy()[0] != 2) == paid
 
 
 # ---- at fault (App. C.1) ---------------------------------------------------------------------
