@@ -215,6 +215,27 @@ def test_table5_ppo_defaults_of_the_module_and_the_filter():
     assert (filt["threshold"].default, filt["ema_coef"].default) == (0.01, 0.25)
 
 
+def test_table5_optimizer_adamw_and_cosine_schedule():
+    import torch
+
+    from pictura.modules.ppo import PPO
+
+    model = PPO(env=None, policy=None, max_iterations=10)
+    model.policy = torch.nn.Linear(2, 2)
+    configured = model.configure_optimizers()
+    optimizer, scheduler = configured["optimizer"], configured["lr_scheduler"]["scheduler"]
+    assert type(optimizer) is torch.optim.AdamW
+    group = optimizer.param_groups[0]
+    assert (group["betas"], group["eps"], group["weight_decay"]) == ((0.9, 0.999), 1e-8, 0.01)
+    rates = []
+    for _ in range(11):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    expected = [5e-4 * 0.5 * (1 + math.cos(math.pi * i / 10)) for i in range(11)]  # cosine over the run
+    assert rates == pytest.approx(expected, abs=1e-12)
+
+
 @pytest.mark.parametrize("config", ["alberti.yaml", "vectorized.yaml", "vectorized_blind.yaml"])
 def test_table5_in_the_agent_configs(config):
     text = (REPO / "configs" / config).read_text()
