@@ -10,10 +10,11 @@ import torch
 
 from pictura.envs import DrivingEnv
 from pictura.envs.observations import VectorizedObservationConfig
-from pictura.sim import NUM_ACTIONS, REWARD_TERMS, SimConfig
+from pictura.sim import REWARD_TERMS, SimConfig
 
 MAP = "procedural:seed=0,blocks_x=2,blocks_y=2"
-EPISODE = 5
+EPISODE = 20
+SWERVES = torch.tensor([9, 11])  # full throttle and full lateral jerk: agents soon leave the road
 
 
 def test_done_reward_and_terminated_agree_with_the_terms_and_events():
@@ -24,10 +25,12 @@ def test_done_reward_and_terminated_agree_with_the_terms_and_events():
     )  # fmt: skip
     gen = torch.Generator().manual_seed(0)
     td = env.reset()
-    saw_truncated = saw_terminated = False
+    saw_truncated = saw_halted = False
+    ended = torch.zeros(env.num_slots, dtype=torch.bool)  # slots terminated at an earlier step
     for _ in range(EPISODE):
         valid = td["valid"].reshape(-1)
-        td = env.step(td.set("action", torch.randint(0, NUM_ACTIONS, (env.num_slots,), generator=gen)))
+        action = SWERVES[torch.randint(0, 2, (env.num_slots,), generator=gen)]
+        td = env.step(td.set("action", action))
         nxt = td["next"]
         terminated, truncated = nxt["terminated"], nxt["truncated"]
         assert torch.equal(nxt["done"], terminated | truncated)
@@ -37,6 +40,7 @@ def test_done_reward_and_terminated_agree_with_the_terms_and_events():
         events = nxt["info", "event"]
         infraction = events["collision"] | events["offroad"] | events["red_light"]
         assert torch.equal(terminated[valid], infraction[valid])
+        assert not terminated[~valid].any()  # a slot halted (or empty) before the step ends nothing
         # each event's term sits under its own name: nonzero exactly where its event fired
         reward = nxt["info", "reward"]
         assert torch.equal(reward["goal"][valid], events["goal"][valid].float())
@@ -45,6 +49,8 @@ def test_done_reward_and_terminated_agree_with_the_terms_and_events():
         for term in ("overspeed", "reverse", "timestep", "comfort"):
             assert bool((reward[term] <= 0).all()), term  # penalties
         saw_truncated |= bool(truncated.any())
-        saw_terminated |= bool(terminated.any())
+        saw_halted |= bool((ended & ~valid).any())
+        ended |= terminated.reshape(-1)
         td = nxt
     assert saw_truncated  # the episode's end reached the flags
+    assert saw_halted  # infractions happened, and their slots stayed halted in later steps

@@ -228,6 +228,16 @@ def test_crosswalks_and_sidewalks_exist_where_signals_do(town: RoadMap) -> None:
         assert np.all(sides > 1.0)
 
 
+def test_sidewalk_centrelines_run_4_m_behind_the_curb() -> None:
+    # docs/maps.md: sidewalks 3 m wide, their centreline 4 m behind the curb (a 2.5 m verge,
+    # then half the sidewalk); measured where a sidewalk runs along a road edge
+    town = generate(seed=0)
+    edges = town.road_edge_segments()[:, :, :2].astype(np.float64)
+    points = town.sidewalk_points[:, :2].astype(np.float64)
+    behind = np.array([_point_segment_distance(p[None], edges[:, 0], edges[:, 1]).min() for p in points])
+    assert np.mean(np.abs(behind - 4.0) < 0.05) > 0.9  # curved pieces are chords: a few cm in
+
+
 def test_same_seed_same_map_and_seeds_differ() -> None:
     a, b, c = (
         generate(seed=5, blocks_x=3, blocks_y=3),

@@ -53,8 +53,9 @@ STOP_MID = 0.5 * (STOP_A + STOP_B)
 
 
 def _one_agent_step(
-    x, y, heading, speed, length=4.0, width=2.0, lane=STOP_LANE, light=LIGHT_RED, accel_long=0.0, **config
-):
+    x, y, heading, speed, length=4.0, width=2.0, lane=STOP_LANE, light=LIGHT_RED, accel_long=0.0, accel_lat=0.0,
+    steering=0.0, z=0.0, **config,
+):  # fmt: skip
     """A vehicle on the straight road posed by hand, stepped once with zero jerk. A second one
     stands still far behind it, and the early reset waits for every agent to halt, so the world
     is not respawned (over the recorded poses) when the first one's infraction halts it."""
@@ -62,8 +63,8 @@ def _one_agent_step(
     model, s0, s1, ctl = make_world([straight_map()], [0], 2, cfg)
     reset(model, s0, 0)
     set_slots(
-        s0, valid=[1, 1], halted=[0, 0], pos=[[x, y, 0.0], [-45.0, -10.0, 0.0]], heading=[heading, 0.0],
-        speed=[speed, 0.0], accel_long=[accel_long, 0.0], accel_lat=[0.0, 0.0], steering=[0.0, 0.0],
+        s0, valid=[1, 1], halted=[0, 0], pos=[[x, y, z], [-45.0, -10.0, 0.0]], heading=[heading, 0.0],
+        speed=[speed, 0.0], accel_long=[accel_long, 0.0], accel_lat=[accel_lat, 0.0], steering=[steering, 0.0],
         length=[length, 4.0], width=[width, 2.0], lane=[lane, 0], light_state=[light],
     )  # fmt: skip
     ctl.action.assign(np.full(2, ACTION_COAST, np.int32))
@@ -126,13 +127,17 @@ def test_red_light_stop_line_is_extended_exactly_1_5_times(y, violates):
 
 
 # ---- reward terms with a threshold ----------------------------------------------------------
-def _terms_on_the_open_road(speed, accel_long=0.0, y=-10.0, heading=0.0):
+def _terms_on_the_open_road(speed, accel_long=0.0, y=-10.0, heading=0.0, accel_lat=0.0):
     """Reward terms of a vehicle driving on the lane, far from the stop line and the edges
-    (the straight road's lanes carry no speed limit: the 15 m/s default applies)."""
-    s0, s1 = _one_agent_step(-35.0, y, heading, speed, lane=1, accel_long=accel_long)
+    (the straight road's lanes carry no speed limit: the 15 m/s default applies). A lateral
+    acceleration comes with the steering angle that holds it (a_lat = v^2 tan(delta) / wheelbase)."""
+    steering = math.atan(accel_lat * 2.4 / max(speed * speed, 1.0))  # wheelbase 0.6 x 4 m
+    s0, s1 = _one_agent_step(
+        -35.0, y, heading, speed, lane=1, accel_long=accel_long, accel_lat=accel_lat, steering=steering
+    )
     assert not s1.events.numpy()[0, [COLLISION, OFFROAD, RED]].any()
     assert s1.lane.numpy()[0] >= 0
-    if heading == 0.0:
+    if heading == 0.0 and accel_lat == 0.0:
         assert abs(float(s1.lane_heading_error.numpy()[0])) < 1e-4
     return s1, dict(zip(REWARD_TERMS, s1.reward_terms.numpy()[0].astype(np.float64), strict=True)), s0
 
@@ -207,18 +212,23 @@ def _shaped_terms_reference(s0, s1, dt=0.1, speed_limit=15.0):
 
 
 @pytest.mark.parametrize(
-    ("speed", "accel", "dy", "heading_deg"),
+    ("speed", "accel", "dy", "heading_deg", "accel_lat"),
     [
-        (10.0, 0.0, 0.0, 0.0),  # cruising on the centre line
-        (-0.3, 0.0, 0.4, 0.0),  # reversing slowly
-        (0.3, 0.0, -0.4, 0.0),  # creeping forward
-        (0.0, 0.0, 1.0, 10.0),  # standing still
-        (18.0, -4.0, -1.5, 20.0),  # fast, braking hard, off centre and turned
-        (5.0, 0.0, 2.0, 120.0),  # against the lane (cos < 0)
+        (10.0, 0.0, 0.0, 0.0, 0.0),  # cruising on the centre line
+        (-0.3, 0.0, 0.4, 0.0, 0.0),  # reversing slowly
+        (0.3, 0.0, -0.4, 0.0, 0.0),  # creeping forward
+        (0.0, 0.0, 1.0, 10.0, 0.0),  # standing still
+        (18.0, -4.0, -1.5, 20.0, 0.0),  # fast, braking hard, off centre and turned
+        (5.0, 0.0, 2.0, 120.0, 0.0),  # against the lane (cos < 0)
+        (10.0, 0.0, 0.0, 0.0, 3.5),  # turning: lateral acceleration between 3 and 5 m/s^2
+        (10.0, 0.0, 0.0, 0.0, -2.5),  # turning the other way, gently
     ],
 )
-def test_every_shaped_reward_term_follows_its_closed_form(speed, accel, dy, heading_deg):
-    s1, terms, s0 = _terms_on_the_open_road(speed, accel_long=accel, y=-10.0 + dy, heading=math.radians(heading_deg))
+def test_every_shaped_reward_term_follows_its_closed_form(speed, accel, dy, heading_deg, accel_lat):
+    s1, terms, s0 = _terms_on_the_open_road(
+        speed, accel_long=accel, y=-10.0 + dy, heading=math.radians(heading_deg), accel_lat=accel_lat
+    )
+    assert float(s1.accel_lat.numpy()[0]) == pytest.approx(accel_lat, abs=0.05)
     expected = _shaped_terms_reference(s0, s1)
     assert float(s1.speed.numpy()[0]) == pytest.approx(speed + 0.1 * accel, abs=1e-4)
     for name, value in expected.items():
@@ -265,6 +275,13 @@ def test_offroad_fires_exactly_when_the_swept_box_reaches_the_road_edge(y, headi
     assert -20.0 < p1[1] < 0.0  # the centre stays on the road
     assert s1.events.numpy()[0, OFFROAD] == int(crosses)
     assert s1.terminated.numpy()[0] == int(crosses)
+
+
+@pytest.mark.parametrize(("z", "crosses"), [(3.5, True), (4.5, False)])
+def test_offroad_counts_road_edges_within_4_m_in_height(z, crosses):
+    _, s1 = _one_agent_step(-30.0, -0.95, 0.0, 10.0, lane=1, z=z)  # 0.05 m over the edge (z = 0)
+    assert float(s1.pos.numpy()[0, 2]) == pytest.approx(z)
+    assert s1.events.numpy()[0, OFFROAD] == int(crosses)
 
 
 # ---- collision: the |dz| tolerance and the speed term ----------------------------------------
@@ -345,7 +362,7 @@ def test_collision_penalty_grows_with_the_speed_on_the_collision_step():
 
 
 # ---- goals: the evaluation radius ------------------------------------------------------------
-def _goal_step(goal_index=0, aside=0.0, v_goal=0.0, speed=10.0, **config):
+def _goal_step(goal_index=0, aside=0.0, v_goal=0.0, speed=10.0, goal_z=0.0, **config):
     """A vehicle passing 1 m along the road with its waypoint ``goal_index`` beside the middle
     of its path, ``aside`` m off it; the training radius (12 m) would reach it."""
     cfg = vehicle_config(agents_per_world=(1, 1), episode_length=1000, **config)
@@ -356,7 +373,7 @@ def _goal_step(goal_index=0, aside=0.0, v_goal=0.0, speed=10.0, **config):
         accel_lat=[0.0], steering=[0.0], length=[4.0], width=[2.0], goal_index=[goal_index],
     )  # fmt: skip
     goals = s0.goal.numpy()
-    goals[0, goal_index] = [-30.0 + 0.05 * speed, -10.0 + aside, 0.0]
+    goals[0, goal_index] = [-30.0 + 0.05 * speed, -10.0 + aside, goal_z]
     cond = s0.conditioning.numpy()
     cond[0, COND_DELTA_GOAL] = 12.0
     cond[0, COND_V_GOAL] = v_goal
@@ -374,6 +391,12 @@ def test_eval_goal_radius_is_2_m_whatever_the_training_radius(aside, reached):
     _, s1 = _goal_step(aside=aside, eval=True, v_max=20.0)
     assert s1.events.numpy()[0, GOAL] == int(reached)
     assert s1.goal_index.numpy()[0] == int(reached)
+
+
+@pytest.mark.parametrize(("goal_z", "reached"), [(3.5, True), (4.5, False), (-3.5, True), (-4.5, False)])
+def test_a_waypoint_counts_only_within_4_m_in_height(goal_z, reached):
+    _, s1 = _goal_step(goal_z=goal_z)
+    assert s1.events.numpy()[0, GOAL] == int(reached)
 
 
 @pytest.mark.parametrize(
