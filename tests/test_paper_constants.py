@@ -47,6 +47,9 @@ def test_table3_camera_rig_every_camera_and_the_intrinsics():
     assert rig.principal == (48.0, 27.0)
     square = CameraRig(width=64, height=64)  # not 16:9: the focal follows the width
     assert square.focal == pytest.approx(TABLE3_FOCAL_PX * 64 / 1920)
+    # nuPlan's own calibration (cx 960, cy 560 on the sensor) scales axis by axis
+    nuplan = CameraRig(width=64, height=64, principal_point=(960.0, 560.0))
+    assert nuplan.principal == pytest.approx((960.0 * 64 / 1920, 560.0 * 64 / 1080))
 
 
 # ---- Actions and dynamics (REFERENCE.md "Dynamics") -----------------------------------------
@@ -292,6 +295,24 @@ def test_table4_policy_defaults_and_observation_layout():
     assert (caps.max_partners, caps.max_lanes, caps.max_boundaries, caps.max_traffic) == (16, 80, 80, 10)
     assert (POSITION_SCALE_M, SPEED_SCALE_MPS, LENGTH_SCALE_M, WIDTH_SCALE_M) == (200.0, 40.0, 10.0, 5.0)
     assert (WINDOW_AHEAD_M, WINDOW_BEHIND_M, WINDOW_LATERAL_M) == (200.0, 60.0, 50.0)
+
+
+# ---- What docs/renderer.md promises ---------------------------------------------------------
+RENDER_LINE_WIDTH_M = {"lane divider": 0.15, "centre line": 0.15, "road edge": 0.20, "stop line": 0.40}
+
+
+def test_renderer_line_widths_as_documented():
+    from pictura.render import palette
+
+    kinds = {
+        "lane divider": palette.LINE_LANE_DIVIDER,
+        "centre line": palette.LINE_CENTRE_LINE,
+        "road edge": palette.LINE_ROAD_EDGE,
+        "stop line": palette.LINE_STOP_LINE,
+    }
+    assert {name: float(palette.LINE_WIDTH_M[k]) for name, k in kinds.items()} == pytest.approx(RENDER_LINE_WIDTH_M)
+    assert (palette.LIGHT_RADIUS_M, palette.LIGHT_FULL_DEG, palette.LIGHT_CUTOFF_DEG) == (0.40, 45.0, 75.0)
+    assert (palette.SHADE_MIN, palette.SHADE_DISTANCE_M) == (0.45, 50.0)
 
 
 # ---- Evaluation (App. C.2, REFERENCE.md "Evaluation definitions") ---------------------------

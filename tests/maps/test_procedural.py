@@ -226,6 +226,7 @@ def test_crosswalks_and_sidewalks_exist_where_signals_do(town: RoadMap) -> None:
     for quad in town.crosswalk_points[:, :, :2].astype(np.float64):
         sides = np.linalg.norm(np.roll(quad, -1, axis=0) - quad, axis=1)
         assert np.all(sides > 1.0)
+        assert np.sort(sides)[:2] == pytest.approx([3.0, 3.0], abs=1e-3)  # docs/maps.md: 3 m wide
 
 
 def test_sidewalk_centrelines_run_4_m_behind_the_curb() -> None:

@@ -16,6 +16,7 @@ import copy
 import functools
 import inspect
 
+import pytest
 import torch
 from lightning.pytorch import Trainer
 from torch.optim.optimizer import register_optimizer_step_pre_hook
@@ -163,18 +164,21 @@ def test_the_loss_gets_each_kept_transition_once_per_epoch_normalised_per_miniba
         assert torch.equal(pixels, expected)
 
 
-def test_the_gradient_step_is_taken_on_that_loss(monkeypatch, tmp_path):
-    # one epoch of one minibatch: one gradient step from the initial weights
+@pytest.mark.parametrize("chunk_size", [None, 8], ids=["one_piece", "accumulated_pieces"])
+def test_the_gradient_step_is_taken_on_that_loss(monkeypatch, tmp_path, chunk_size):
+    # one epoch of one minibatch: one gradient step from the initial weights; in pieces of 8
+    # accumulated, the gradient must still be the whole minibatch's mean
     model, calls, recorder, initial = _run_one_iteration(
-        monkeypatch, tmp_path, env_class=LoudRewardEnv, minibatch_size=1024, update_epochs=1, learning_rate=1e-3
-    )
-    assert len(calls) == 1
+        monkeypatch, tmp_path, env_class=LoudRewardEnv, minibatch_size=1024, update_epochs=1, learning_rate=1e-3,
+        chunk_size=chunk_size,
+    )  # fmt: skip
     buf = model.rollout
     advantage, returns, keep = _reference(buf)
-    (mb,) = _transition_index(buf, returns, calls)
+    mb = [ts for piece in _transition_index(buf, returns, calls) for ts in piece]
     assert sorted(mb) == sorted(map(tuple, keep.nonzero().tolist()))
+    assert len(calls) == (1 if chunk_size is None else -(-len(mb) // chunk_size))
     t, s = torch.tensor(mb).T
-    pixels = [px for grad, px in recorder.forwards if grad][-1]
+    pixels = torch.cat([px for grad, px in recorder.forwards if grad][-len(calls) :])
     obs_keys = [k for k in model.env.observation_spec["observation"].keys() if k != "pixels"]
     # the update's observation: vectors as stored at (step, slot), pixels as the update saw them
     from tensordict import TensorDict
@@ -199,6 +203,8 @@ def test_the_gradient_step_is_taken_on_that_loss(monkeypatch, tmp_path):
         p1 = trained[name]
         assert id(p1) in grads, name
         torch.testing.assert_close(grads[id(p1)], p0.grad, atol=2e-6, rtol=2e-4, msg=name)
-        # AdamW's first step: decoupled decay, then lr x g / (|g| + eps) (bias-corrected moments)
-        expected = p0.detach() * (1 - lr * wd) - lr * p0.grad / (p0.grad.abs() + eps)
+        # AdamW's first step on the gradient it was given: decoupled decay, then lr x g / (|g| + eps)
+        # (bias-corrected moments; g / (|g| + eps) is ill-conditioned where g ~ eps, hence g used)
+        used = grads[id(p1)]
+        expected = p0.detach() * (1 - lr * wd) - lr * used / (used.abs() + eps)
         torch.testing.assert_close(p1.detach(), expected, atol=2e-5, rtol=1e-4, msg=name)

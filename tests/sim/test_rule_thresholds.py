@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from pictura.eval.metrics import collision_at_fault
-from pictura.maps.roadmap import AGENT_VEHICLE, LIGHT_RED
+from pictura.maps.roadmap import AGENT_PEDESTRIAN, AGENT_VEHICLE, LIGHT_RED
 from pictura.sim import EVENTS, REWARD_TERMS, reset, step
 from pictura.sim.features import (
     ACTION_COAST,
@@ -362,7 +362,7 @@ def test_collision_penalty_grows_with_the_speed_on_the_collision_step():
 
 
 # ---- goals: the evaluation radius ------------------------------------------------------------
-def _goal_step(goal_index=0, aside=0.0, v_goal=0.0, speed=10.0, goal_z=0.0, **config):
+def _goal_step(goal_index=0, aside=0.0, v_goal=0.0, speed=10.0, goal_z=0.0, kind=AGENT_VEHICLE, **config):
     """A vehicle passing 1 m along the road with its waypoint ``goal_index`` beside the middle
     of its path, ``aside`` m off it; the training radius (12 m) would reach it."""
     cfg = vehicle_config(agents_per_world=(1, 1), episode_length=1000, **config)
@@ -370,7 +370,7 @@ def _goal_step(goal_index=0, aside=0.0, v_goal=0.0, speed=10.0, goal_z=0.0, **co
     reset(model, s0, 0)
     set_slots(
         s0, valid=[1], halted=[0], pos=[[-30.0, -10.0, 0.0]], heading=[0.0], speed=[speed], accel_long=[0.0],
-        accel_lat=[0.0], steering=[0.0], length=[4.0], width=[2.0], goal_index=[goal_index],
+        accel_lat=[0.0], steering=[0.0], length=[4.0], width=[2.0], goal_index=[goal_index], kind=[kind],
     )  # fmt: skip
     goals = s0.goal.numpy()
     goals[0, goal_index] = [-30.0 + 0.05 * speed, -10.0 + aside, goal_z]
@@ -391,6 +391,13 @@ def test_eval_goal_radius_is_2_m_whatever_the_training_radius(aside, reached):
     _, s1 = _goal_step(aside=aside, eval=True, v_max=20.0)
     assert s1.events.numpy()[0, GOAL] == int(reached)
     assert s1.goal_index.numpy()[0] == int(reached)
+
+
+@pytest.mark.parametrize(("aside", "reached"), [(0.4, True), (0.6, False)])
+def test_eval_goal_radius_of_a_pedestrian_is_capped_at_0_5_m(aside, reached):
+    _, s1 = _goal_step(aside=aside, speed=2.0, kind=AGENT_PEDESTRIAN, eval=True, v_max=20.0)
+    assert float(s1.speed.numpy()[0]) == pytest.approx(2.0, abs=1e-5)
+    assert s1.events.numpy()[0, GOAL] == int(reached)
 
 
 @pytest.mark.parametrize(("goal_z", "reached"), [(3.5, True), (4.5, False), (-3.5, True), (-4.5, False)])
