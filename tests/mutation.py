@@ -57,7 +57,7 @@ class Mutant:
 SIM_RULES = ("tests/sim/test_rule_thresholds.py",)
 CONSTANTS = ("tests/test_paper_constants.py",)
 WIRING = ("tests/modules/test_ppo_wiring.py",)
-RENDER = ("tests/render/test_camera_mount.py", "tests/render/test_rasterizer.py")
+RENDER = ("tests/render/test_camera_mount.py", "tests/render/test_view_basics.py", "tests/render/test_rasterizer.py")
 
 MUTANTS: tuple[Mutant, ...] = (
     # ---- sim/: event rules -----------------------------------------------------------------
@@ -339,6 +339,59 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("procedural_crosswalk_width", "pictura/maps/procedural/town.py", "CROSSWALK_WIDTH_M = 3.0",
            "CROSSWALK_WIDTH_M = 4.0", ("tests/maps/test_procedural.py", "tests/maps/test_procedural_features.py"),
            "constant"),
+    # ---- a fifth set across the same directories, with each file's usual tests -------------
+    Mutant("sweep_circle_without_move", "pictura/sim/events.py",
+           "radius = 0.5 * wp.sqrt(l * l + wd * wd) + 0.5 * wp.length(xy(p) - xy(p0)) + BROAD_PHASE_MARGIN_M",
+           "radius = 0.5 * wp.sqrt(l * l + wd * wd) + BROAD_PHASE_MARGIN_M",
+           SIM_RULES + ("tests/sim/test_collision.py",), "dropped"),
+    Mutant("centre_bias_sign", "pictura/sim/rewards.py",
+           "d = wp.abs(state.lane_offset[slot] - state.conditioning[slot, _C_CENTER_BIAS])",
+           "d = wp.abs(state.lane_offset[slot] + state.conditioning[slot, _C_CENTER_BIAS])",
+           SIM_RULES + ("tests/sim/test_rollout.py",), "sign"),
+    Mutant("infraction_does_not_halt", "pictura/sim/kernels.py", "state_out.halted[slot] = 1",
+           "state_out.halted[slot] = 0", SIM_RULES + ("tests/sim/test_collision.py", "tests/sim/test_rollout.py"),
+           "dropped"),
+    Mutant("steer_max", "pictura/sim/dynamics.py", "STEER_MAX = 0.55", "STEER_MAX = 0.6",
+           CONSTANTS + ("tests/sim/test_dynamics.py",), "constant"),
+    Mutant("lane_hysteresis_off", "pictura/sim/lanes.py", "SWITCH_HYSTERESIS = 0.05", "SWITCH_HYSTERESIS = 0.0",
+           CONSTANTS + ("tests/sim/test_observations.py", "tests/sim/test_rollout.py"), "constant"),
+    Mutant("parked_length_range", "pictura/sim/config.py", "parked_length: tuple[float, float] = (3.5, 5.5)",
+           "parked_length: tuple[float, float] = (3.5, 6.5)", CONSTANTS + ("tests/sim/test_parked.py",), "constant"),
+    Mutant("light_period_one_group", "pictura/sim/traffic.py", "period = turn * float(wp.max(group_count, 1))",
+           "period = turn", ("tests/sim/test_lights.py", "tests/sim/test_light_modes.py"), "dropped"),
+    Mutant("length_scale", "pictura/envs/observations.py", "LENGTH_SCALE_M = 10.0", "LENGTH_SCALE_M = 5.0",
+           CONSTANTS + ("tests/envs/test_vectorized_observation.py",), "constant"),
+    Mutant("env_reward_sign", "pictura/envs/driving.py", 'out.set("reward", wp.to_torch(st.reward).unsqueeze(-1).clone())',
+           'out.set("reward", (-wp.to_torch(st.reward)).unsqueeze(-1).clone())',
+           ("tests/envs/test_step_outputs.py", "tests/envs/test_driving_env.py"), "sign"),
+    Mutant("advantage_not_centred", "pictura/modules/ppo.py",
+           "return (advantage - advantage.mean()) / (advantage.std() + 1e-8)",
+           "return advantage / (advantage.std() + 1e-8)", WIRING + ("tests/modules/test_ppo.py",), "dropped"),
+    Mutant("gae_truncation_not_cut", "pictura/modules/gae.py", "cut = terminated | truncated | ~next_valid",
+           "cut = terminated | ~next_valid", ("tests/modules/test_gae.py",) + WIRING, "dropped"),
+    Mutant("ratio_detached", "pictura/modules/ppo.py", "ratio = log_ratio.exp()", "ratio = log_ratio.exp().detach()",
+           WIRING + ("tests/modules/test_ppo.py",), "dropped"),
+    Mutant("parked_car_strikes_from_behind", "pictura/eval/metrics.py",
+           "struck_from_behind = partner_is_agent & (rel_x < -0.5 * length) & (v >= 0)",
+           "struck_from_behind = found & (rel_x < -0.5 * length) & (v >= 0)",
+           SIM_RULES + ("tests/eval/test_metrics.py",), "swap"),
+    Mutant("womd_steps", "pictura/eval/protocols.py", "WOMD_STEPS = 600", "WOMD_STEPS = 300",
+           CONSTANTS + ("tests/eval/test_womd_protocol.py",), "constant"),
+    Mutant("near_clip", "pictura/render/camera.py", "near: float = 0.1,", "near: float = 1.0,",
+           CONSTANTS + ("tests/render/test_camera.py",) + RENDER, "constant"),
+    Mutant("sky_drawn_as_ground", "pictura/render/palette.py", "SKY = (0.55, 0.70, 0.90)", "SKY = (0.26, 0.26, 0.28)",
+           RENDER, "table"),
+    Mutant("camera_pitch_sign", "pictura/render/kernels.py",
+           "fwd = wp.vec3(wp.cos(pitch) * wp.cos(yaw), wp.cos(pitch) * wp.sin(yaw), -wp.sin(pitch))",
+           "fwd = wp.vec3(wp.cos(pitch) * wp.cos(yaw), wp.cos(pitch) * wp.sin(yaw), wp.sin(pitch))", RENDER, "sign"),
+    Mutant("lane_chunk_length", "pictura/maps/roadmap.py", "MAX_LANE_CHUNK_M = 10.0", "MAX_LANE_CHUNK_M = 20.0",
+           ("tests/maps/test_procedural.py", "tests/maps/test_womd_features.py"), "constant"),
+    Mutant("gpudrive_road_edge_offset", "pictura/maps/womd/gpudrive_json.py", "ROAD_EDGE_ID_OFFSET = 14",
+           "ROAD_EDGE_ID_OFFSET = 15", ("tests/maps/test_womd_json.py",), "constant",
+           equivalent="the road edge's proto type is parsed but never used: build_road_map keeps only the "
+           "points of every road edge, so no RoadMap, Scenario or simulation changes"),
+    Mutant("procedural_light_height", "pictura/maps/procedural/town.py", "LIGHT_HEIGHT_M = 5.5", "LIGHT_HEIGHT_M = 4.5",
+           ("tests/maps/test_procedural.py", "tests/maps/test_procedural_features.py"), "constant"),
 )  # fmt: skip
 
 

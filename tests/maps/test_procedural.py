@@ -184,6 +184,11 @@ def test_every_signalised_approach_lane_has_one_stop_line(town: RoadMap) -> None
     assert sorted(town.stop_line_lane.tolist()) == sorted(expected)
 
 
+def test_lights_hang_5_5_m_high(town: RoadMap) -> None:
+    assert len(town.light_position) > 0
+    np.testing.assert_allclose(town.light_position[:, 2], 5.5)  # docs/maps.md
+
+
 def test_lights_hang_on_the_far_side_facing_their_approach(town: RoadMap) -> None:
     for s in range(len(town.stop_line_points)):
         light = int(town.stop_line_light[s])

@@ -274,7 +274,7 @@ def test_offroad_fires_exactly_when_the_swept_box_reaches_the_road_edge(y, headi
     assert (top > 0.0) == crosses and abs(top) == pytest.approx(0.05, abs=1e-3)
     assert -20.0 < p1[1] < 0.0  # the centre stays on the road
     assert s1.events.numpy()[0, OFFROAD] == int(crosses)
-    assert s1.terminated.numpy()[0] == int(crosses)
+    assert s1.terminated.numpy()[0] == int(crosses) and s1.halted.numpy()[0] == int(crosses)
 
 
 @pytest.mark.parametrize(("z", "crosses"), [(3.5, True), (4.5, False)])
@@ -344,6 +344,26 @@ def test_swept_collision_counts_once_both_agents_move_0_1_m():
     assert s1.events.numpy()[:, COLLISION].tolist() == [1, 1, 0]
 
 
+def test_a_fast_agent_ending_on_a_standing_one_collides():
+    # 0 (1 x 1 m) covers 4 m in the step and ends overlapping 1 (standing): its mid-step pose is
+    # 2.5 m from 1, so only a broad phase that covers the whole move finds the pair
+    n = 3
+    cfg = vehicle_config(agents_per_world=(n, n), episode_length=1000, early_reset_halted_fraction=1.0)
+    model, s0, s1, ctl = make_world([without_edges(straight_map())], [0], n, cfg)
+    reset(model, s0, 0)
+    zeros = np.zeros(n)
+    set_slots(
+        s0, valid=np.ones(n), halted=zeros, pos=[[-4, -10, 0], [0.5, -10, 0], [-40, -10, 0]], heading=zeros,
+        speed=[40.0, 0.0, 0.0], accel_long=zeros, accel_lat=zeros, steering=zeros, length=[1, 1, 4], width=[1, 1, 2],
+    )  # fmt: skip
+    ctl.action.assign(np.full(n, ACTION_COAST, np.int32))
+    step(model, s0, ctl, s1)
+    p1 = s1.pos.numpy()[:2, :2].astype(np.float64)
+    assert p1[0, 0] == pytest.approx(0.0, abs=1e-4)
+    assert np_boxes_overlap_pairs(np.array([[*p1[0], 0, 1, 1]]), np.array([[*p1[1], 0, 1, 1]]))[0]
+    assert s1.events.numpy()[:, COLLISION].tolist() == [1, 1, 0]
+
+
 def test_collision_penalty_grows_with_the_speed_on_the_collision_step():
     # 0 drives at 10 m/s into 1 (standing); 2 reverses at 2 m/s into 3 (standing); 4 is alone
     poses = [[-20, -10, 0, 0], [-15.5, -10, 0, 0], [20, -10, 0, 0], [15.9, -10, 0, 0], [-45, -10, 0, 0]]
@@ -359,6 +379,9 @@ def test_collision_penalty_grows_with_the_speed_on_the_collision_step():
     expected[4] = 0.0
     terms = s1.reward_terms.numpy()[:, REWARD_TERMS.index("collision")]
     np.testing.assert_allclose(terms, expected, rtol=1e-5, atol=1e-6)
+    # infractions halt: the colliders stop where they are and stay as obstacles
+    assert s1.halted.numpy().tolist() == [1, 1, 1, 1, 0] and s1.terminated.numpy().tolist() == [1, 1, 1, 1, 0]
+    assert np.all(s1.speed.numpy()[:4] == 0.0) and s1.valid.numpy().tolist() == [1] * 5
 
 
 # ---- goals: the evaluation radius ------------------------------------------------------------
