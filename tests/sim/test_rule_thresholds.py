@@ -285,20 +285,21 @@ def test_offroad_counts_road_edges_within_4_m_in_height(z, crosses):
 
 
 # ---- collision: the |dz| tolerance and the speed term ----------------------------------------
-def _pair_world(poses, speeds, lanes=None, edges=False, **config):
-    """Vehicles posed by hand (x, y, z, heading) with signed speeds, 4 x 2 m, stepped once with
-    zero jerk, the light red, the road edges only when ``edges``. No early reset (its fraction
-    1.0), so the halted agents stay as they are."""
+def _pair_world(poses, speeds, lanes=None, edges=False, sizes=None, **config):
+    """Vehicles posed by hand (x, y, z, heading) with signed speeds, 4 x 2 m unless ``sizes``
+    gives (length, width) rows, stepped once with zero jerk, the light red, the road edges only
+    when ``edges``. No early reset (its fraction 1.0), so the halted agents stay as they are."""
     n = len(poses)
     cfg = vehicle_config(agents_per_world=(n, n), episode_length=1000, early_reset_halted_fraction=1.0, **config)
     road = straight_map() if edges else without_edges(straight_map())
     model, s0, s1, ctl = make_world([road], [0], n, cfg)
     reset(model, s0, 0)
     poses = np.asarray(poses, np.float64)
+    sizes = np.tile([4.0, 2.0], (n, 1)) if sizes is None else np.asarray(sizes, np.float64)
     zeros = np.zeros(n)
     set_slots(
         s0, valid=np.ones(n), halted=zeros, pos=poses[:, :3], heading=poses[:, 3], speed=speeds,
-        accel_long=zeros, accel_lat=zeros, steering=zeros, length=np.full(n, 4.0), width=np.full(n, 2.0),
+        accel_long=zeros, accel_lat=zeros, steering=zeros, length=sizes[:, 0], width=sizes[:, 1],
         light_state=[LIGHT_RED],
     )  # fmt: skip
     if lanes is not None:
@@ -322,17 +323,8 @@ def test_collision_needs_the_boxes_within_4_m_in_height(dz, collide):
 def test_swept_collision_counts_once_both_agents_move_0_1_m():
     # 0 (1 x 1 m) passes through 1 (1 x 1 m, creeping 0.11 m forward) within the step: apart at
     # both ends of the step, overlapping at the mid-step poses
-    n = 3
-    cfg = vehicle_config(agents_per_world=(n, n), episode_length=1000, early_reset_halted_fraction=1.0)
-    model, s0, s1, ctl = make_world([without_edges(straight_map())], [0], n, cfg)
-    reset(model, s0, 0)
-    zeros = np.zeros(n)
-    set_slots(
-        s0, valid=np.ones(n), halted=zeros, pos=[[-2.5, -10, 0], [0, -10, 0], [-40, -10, 0]], heading=zeros,
-        speed=[40.0, 1.1, 0.0], accel_long=zeros, accel_lat=zeros, steering=zeros, length=[1, 1, 4], width=[1, 1, 2],
-    )  # fmt: skip
-    ctl.action.assign(np.full(n, ACTION_COAST, np.int32))
-    step(model, s0, ctl, s1)
+    poses = [[-2.5, -10, 0, 0], [0, -10, 0, 0], [-40, -10, 0, 0]]
+    s1, _ = _pair_world(poses, [40.0, 1.1, 0.0], sizes=[[1, 1], [1, 1], [4, 2]])
     p0, p1 = s1.prev_pos.numpy()[:2, :2].astype(np.float64), s1.pos.numpy()[:2, :2].astype(np.float64)
     moved = np.linalg.norm(p1 - p0, axis=1)
     assert moved[0] == pytest.approx(4.0, abs=1e-4) and moved[1] == pytest.approx(0.11, abs=1e-4)
@@ -347,17 +339,8 @@ def test_swept_collision_counts_once_both_agents_move_0_1_m():
 def test_a_fast_agent_ending_on_a_standing_one_collides():
     # 0 (1 x 1 m) covers 4 m in the step and ends overlapping 1 (standing): its mid-step pose is
     # 2.5 m from 1, so only a broad phase that covers the whole move finds the pair
-    n = 3
-    cfg = vehicle_config(agents_per_world=(n, n), episode_length=1000, early_reset_halted_fraction=1.0)
-    model, s0, s1, ctl = make_world([without_edges(straight_map())], [0], n, cfg)
-    reset(model, s0, 0)
-    zeros = np.zeros(n)
-    set_slots(
-        s0, valid=np.ones(n), halted=zeros, pos=[[-4, -10, 0], [0.5, -10, 0], [-40, -10, 0]], heading=zeros,
-        speed=[40.0, 0.0, 0.0], accel_long=zeros, accel_lat=zeros, steering=zeros, length=[1, 1, 4], width=[1, 1, 2],
-    )  # fmt: skip
-    ctl.action.assign(np.full(n, ACTION_COAST, np.int32))
-    step(model, s0, ctl, s1)
+    poses = [[-4, -10, 0, 0], [0.5, -10, 0, 0], [-40, -10, 0, 0]]
+    s1, _ = _pair_world(poses, [40.0, 0.0, 0.0], sizes=[[1, 1], [1, 1], [4, 2]])
     p1 = s1.pos.numpy()[:2, :2].astype(np.float64)
     assert p1[0, 0] == pytest.approx(0.0, abs=1e-4)
     assert np_boxes_overlap_pairs(np.array([[*p1[0], 0, 1, 1]]), np.array([[*p1[1], 0, 1, 1]]))[0]
