@@ -90,6 +90,16 @@ def offset_curve(xy: np.ndarray, th: np.ndarray, t: float) -> np.ndarray:
     return xy + t * np.stack([-np.sin(th), np.cos(th)], 1)
 
 
+@pytest.mark.parametrize("hdg", [0.3, 2.5, -1.2])
+def test_line_runs_along_its_heading(hdg):
+    g = Geometry(0.0, 10.0, -5.0, hdg, 30.0, "line", {}, 0)
+    q = np.linspace(0, 30.0, 7)
+    x, y, h = geometry_pose(g, q)
+    np.testing.assert_allclose(x, 10.0 + q * np.cos(hdg), atol=1e-9)
+    np.testing.assert_allclose(y, -5.0 + q * np.sin(hdg), atol=1e-9)
+    np.testing.assert_allclose(h, hdg)
+
+
 @pytest.mark.parametrize("curvature", [0.05, -0.12, 1e-4])
 def test_arc_matches_integrated_reference(tmp_path, curvature):
     length, x0, y0, h0 = 40.0, 10.0, -5.0, 0.3

@@ -6,6 +6,7 @@ Road A runs east from x=-40 to 0, the junction's connecting road C from 0 to 20,
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -185,3 +186,27 @@ def test_link_errors(tmp_path, bad):
     path.write_text(text)
     with pytest.raises(ValueError, match=match):
         build_road_map(path)
+
+
+def test_stop_lines_turn_with_a_rotated_junction(tmp_path):
+    # the same junction with every road turned by 0.5 rad about the origin: the stop lines,
+    # turned back, lie where they lie in the axis-aligned file
+    angle = 0.5
+    c, s = np.cos(angle), np.sin(angle)
+    text = junction_file(tmp_path).read_text()
+
+    def turned(match: re.Match) -> str:
+        x0 = float(match.group(1))
+        return f'<geometry s="0" x="{float(x0 * c)!r}" y="{float(x0 * s)!r}" hdg="{angle!r}"'
+
+    text = re.sub(r'<geometry s="0" x="(-?[0-9.]+)" y="0" hdg="0"', turned, text)
+    path = tmp_path / "turned.xodr"
+    path.write_text(text)
+    rm, _ = build_road_map(path)
+    back = rm.stop_line_points[:, :, :2].astype(np.float64) @ np.array([[c, -s], [s, c]])
+    order = np.argsort(back[:, 0, 0])
+    lines = back[order]
+    np.testing.assert_allclose(np.sort(lines[0, :, 1]), [-3.5, 0.0], atol=1e-4)
+    np.testing.assert_allclose(lines[0, :, 0], 0.0, atol=1e-4)
+    np.testing.assert_allclose(np.sort(lines[1, :, 1]), [0.0, 3.5], atol=1e-4)
+    np.testing.assert_allclose(lines[1, :, 0], 20.0, atol=1e-4)

@@ -184,6 +184,11 @@ def test_every_signalised_approach_lane_has_one_stop_line(town: RoadMap) -> None
     assert sorted(town.stop_line_lane.tolist()) == sorted(expected)
 
 
+def test_lights_hang_5_5_m_high(town: RoadMap) -> None:
+    assert len(town.light_position) > 0
+    np.testing.assert_allclose(town.light_position[:, 2], 5.5)  # docs/maps.md
+
+
 def test_lights_hang_on_the_far_side_facing_their_approach(town: RoadMap) -> None:
     for s in range(len(town.stop_line_points)):
         light = int(town.stop_line_light[s])
@@ -226,6 +231,17 @@ def test_crosswalks_and_sidewalks_exist_where_signals_do(town: RoadMap) -> None:
     for quad in town.crosswalk_points[:, :, :2].astype(np.float64):
         sides = np.linalg.norm(np.roll(quad, -1, axis=0) - quad, axis=1)
         assert np.all(sides > 1.0)
+        assert np.sort(sides)[:2] == pytest.approx([3.0, 3.0], abs=1e-3)  # docs/maps.md: 3 m wide
+
+
+def test_sidewalk_centrelines_run_4_m_behind_the_curb() -> None:
+    # docs/maps.md: sidewalks 3 m wide, their centreline 4 m behind the curb (a 2.5 m verge,
+    # then half the sidewalk); measured where a sidewalk runs along a road edge
+    town = generate(seed=0)
+    edges = town.road_edge_segments()[:, :, :2].astype(np.float64)
+    points = town.sidewalk_points[:, :2].astype(np.float64)
+    behind = np.array([_point_segment_distance(p[None], edges[:, 0], edges[:, 1]).min() for p in points])
+    assert np.mean(np.abs(behind - 4.0) < 0.05) > 0.9  # curved pieces are chords: a few cm in
 
 
 def test_same_seed_same_map_and_seeds_differ() -> None:

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from pictura.maps.roadmap import MAX_LANE_CHUNK_M
-from pictura.maps.womd.features import Lane, MapFeatures, build_road_map, chunk_polyline, crosswalk_quad
+from pictura.maps.womd.features import (
+    Lane,
+    MapFeatures,
+    SignalLog,
+    build_road_map,
+    chunk_polyline,
+    crosswalk_quad,
+)
 
 
 def _length(p: np.ndarray) -> float:
@@ -72,3 +79,19 @@ def test_lane_graph_chunks_link_to_exit_lanes():
     assert np.all(rm.lane_width == np.float32(3.7))
     with pytest.raises(ValueError, match="exit lane 99"):
         build_road_map("t", MapFeatures(lanes=[Lane(1, 2, 0.0, straight, exit_lanes=[99])]))
+
+
+@pytest.mark.parametrize(("gap", "on_approach"), [(0.5, True), (1.5, False)])
+def test_signal_stop_line_goes_on_the_approach_lane_ending_within_1_m(gap, on_approach):
+    # the logged stop point sits ``gap`` m past the end of approach lane 7, on controlled lane 8:
+    # within 1 m the stop line belongs to the approach's last chunk, else to lane 8's first
+    approach = np.array([[0.0, 0.0, 0.0], [25.0, 0.0, 0.0]])
+    controlled = np.array([[25.0, 0.0, 0.0], [45.0, 0.0, 0.0]])
+    feats = MapFeatures(
+        lanes=[Lane(7, 2, 0.0, approach, exit_lanes=[8]), Lane(8, 2, 0.0, controlled, entry_lanes=[7])]
+    )
+    signals = SignalLog(lane_ids=[8], stop_points=np.array([[25.0 + gap, 0.0, 0.0]]), states=np.zeros((1, 1), np.int32))
+    rm, chunks = build_road_map("t", feats, signals)
+    assert len(rm.stop_line_lane) == 1
+    expected = chunks[7][1] - 1 if on_approach else chunks[8][0]
+    assert rm.stop_line_lane[0] == expected

@@ -129,3 +129,10 @@ def test_return_normalizer_matches_reference_ema_over_rollouts():
     flat = ReturnNormalizer()
     flat.update(torch.full((3, 3), 2.0), torch.ones(3, 3, dtype=torch.bool))
     assert torch.isfinite(flat.normalize(torch.tensor([2.0, 3.0]))).all()
+
+
+def test_return_normalizer_spread_never_falls_below_min_std():
+    norm = ReturnNormalizer(ema_coef=0.25, min_std=1e-2)
+    norm.update(torch.full((4, 5), 3.0), torch.ones(4, 5, dtype=torch.bool))  # no spread at all
+    assert float(norm.std()) == pytest.approx(1e-2, rel=1e-4)
+    torch.testing.assert_close(norm.normalize(torch.tensor([3.0, 3.5])), torch.tensor([0.0, 50.0]), rtol=1e-4, atol=1e-4)

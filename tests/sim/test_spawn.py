@@ -25,6 +25,7 @@ def test_spawns_are_disjoint_on_road_and_in_range():
     edges = road.road_edge_segments()[:, :, :2].astype(np.float64)
     lane_seg, _ = road.lane_segments()
     placed = 0
+    fastest = 0.0
     for seed in range(8):
         reset(model, s0, seed)
         st = s0.numpy()
@@ -40,6 +41,10 @@ def test_spawns_are_disjoint_on_road_and_in_range():
         L, Wd = st["length"][ok], st["width"][ok]
         assert np.all((L >= 0.8) & (L <= 7.0) & (Wd >= 0.8) & (Wd <= 2.7) & (Wd <= L))
         assert np.all(st["height"][ok] == 1.5)
+        # initial speed ~ U(0, spawn_speed_fraction 0.5 x the lane's 13.9 m/s limit)
+        speed = st["speed"][ok]
+        assert np.all((speed >= 0.0) & (speed <= 0.5 * 13.9 + 1e-4))
+        fastest = max(fastest, float(speed.max()))
         cond = st["conditioning"][ok]
         for c, coef in enumerate(CONDITIONING_TABLE):
             assert np.all(cond[:, c] >= coef.low - 1e-6) and np.all(cond[:, c] <= coef.high + 1e-6), coef.name
@@ -74,6 +79,7 @@ def test_spawns_are_disjoint_on_road_and_in_range():
         err = (st["heading"][ok] - seg_heading + np.pi) % (2 * np.pi) - np.pi
         assert np.all(np.abs(err) < 1e-3)
     assert placed > 8 * 3 * 30  # most agents found a place
+    assert fastest > 0.95 * 0.5 * 13.9  # the whole range is drawn
 
 
 def test_dense_request_leaves_unplaced_slots_invalid():
