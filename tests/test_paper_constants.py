@@ -109,10 +109,10 @@ REWARD_TERMS = (
 
 
 def test_reward_term_constants():
-    from pictura.sim import features, lanes, rewards
+    from pictura.sim import SimConfig, features, lanes, rewards
 
     assert set(features.REWARD_TERMS) == set(REWARD_TERMS) and len(features.REWARD_TERMS) == 11
-    assert rewards.COLLISION_SPEED_WEIGHT == 0.1
+    assert SimConfig().collision_speed_weight == 0.1
     assert (rewards.COMFORT_ACCEL, rewards.COMFORT_JERK) == (3.0, 5.0)
     assert rewards.ALIGN_BONUS == 0.0025
     assert (rewards.CENTER_ALIGNED_COS, rewards.CENTER_BONUS) == (0.5, 0.05)
@@ -131,7 +131,6 @@ def test_world_rule_thresholds():
     assert events.RED_LIGHT_RADIUS_M == 10.0
     assert events.RED_LIGHT_HEADING_RAD == pytest.approx(math.radians(45.0), abs=1e-15)
     assert events.STOP_LINE_EXTENSION == 1.5
-    assert events.SWEPT_COLLISION_MIN_MOVE_M == 0.1
     assert geometry.Z_TOLERANCE_M == 4.0 and metrics.Z_TOLERANCE_M == 4.0
     assert metrics.MIN_AT_FAULT_SPEED == 0.2
     assert (lanes.ASSOCIATION_WIDTHS, lanes.SWITCH_HYSTERESIS) == (3.0, 0.05)
@@ -321,11 +320,12 @@ def test_renderer_line_widths_as_documented():
 def test_evaluation_settings():
     from pictura.eval import protocols
     from pictura.maps import CARLA_TOWNS
+    from pictura.maps.womd import selection
 
     assert protocols.IN_DOMAIN_DENSITIES == (60, 120, 150)
     assert protocols.WOMD_DENSITIES == (1.0, 0.75, 0.5)
-    assert protocols.WOMD_STEPS == 600
-    assert protocols.WOMD_MIN_DISPLACEMENT_M == 2.0
+    assert selection.WOMD_STEPS == 600
+    assert selection.WOMD_MIN_DISPLACEMENT_M == 2.0
     assert tuple(CARLA_TOWNS) == (
         "Town01", "Town02", "Town03", "Town04", "Town05", "Town06", "Town07", "Town10HD",
     )  # fmt: skip
