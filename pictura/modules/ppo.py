@@ -38,7 +38,6 @@ from torch.utils.data import DataLoader, IterableDataset
 from torchrl.data import Composite
 from torchrl.envs import EnvBase
 
-from pictura.callbacks.density_sweep import DensitySweep
 from pictura.modules.gae import AdvantageFilter, ReturnNormalizer, generalized_advantage
 
 RESUME_KEY = "pictura_resume"
@@ -490,7 +489,7 @@ class PPO(LightningModule):
         count = self.hparams.max_iterations
         return _IterationLoader(_Iterations(count), batch_size=None, num_workers=0)
 
-    # ---- validate / test: the in-domain evaluation of the current (or loaded) policy ----------
+    # ---- validate / test: one pass, in which the DensitySweep callbacks evaluate the policy ------
     def val_dataloader(self) -> DataLoader:
         # No validation loop inside fit (evaluation there is the DensitySweep callbacks' job):
         # an empty loader makes Lightning skip both the sanity check and the epoch-end pass.
@@ -501,19 +500,12 @@ class PPO(LightningModule):
         return self.val_dataloader()
 
     def validation_step(self, batch, batch_idx: int) -> None:
-        self.evaluate_in_domain("val")
+        """Nothing: ``validate`` is one pass of the in-domain evaluation, which the
+        `pictura.callbacks.DensitySweep` callbacks run and log at this step's end (the CLI adds
+        a default one to a config without any)."""
 
     def test_step(self, batch, batch_idx: int) -> None:
-        self.evaluate_in_domain("test")
-
-    def evaluate_in_domain(self, stage: str) -> None:
-        """``validate`` / ``test``: run the config's `DensitySweep` evaluations once (a default
-        one when the config has none) and log ``<stage>/<eval tag>/<density>/<metric>``, which
-        Lightning prints and returns. The sweeps also write their usual plot and JSON record."""
-        sweeps = [cb for cb in self.trainer.callbacks if isinstance(cb, DensitySweep)] or [DensitySweep()]
-        for sweep in sweeps:
-            for name, value in sweep.scalars(sweep.evaluate(self.trainer, self) or {}).items():
-                self.log(f"{stage}/{name}", value, batch_size=1)
+        """Nothing: as `validation_step`, under ``test``."""
 
     def total_iterations(self) -> int:
         if self.hparams.max_iterations is not None:
