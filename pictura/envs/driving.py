@@ -35,6 +35,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Composite, Unbounded
 from torchrl.envs import EnvBase
 
+from pictura.envs.contract import PhaseTimer
 from pictura.envs.observations import VectorizedObservationConfig
 from pictura.envs.specs import set_step_specs
 from pictura.maps import load_road_map
@@ -211,7 +212,8 @@ class DrivingEnv(EnvBase):
         self.share_pixel_buffer = share_pixel_buffer
         self._seed = int(seed)
         self.next_observation = "final"
-        self.phase_clock = None  # set by PPO: acting renders are timed as "rollout_render"
+        # the trainer's clock (`TrainingEnv.phase_clock`): acting renders are timed as "rollout_render"
+        self.phase_clock: PhaseTimer | None = None
 
         with self._warp_scope():
             self.model = build_model(road_maps, layout, sim_config, device=self._wp_device, replay=replay)

@@ -38,6 +38,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from torchrl.data import Composite
 from torchrl.envs import EnvBase
 
+from pictura.envs.contract import TrainingEnv
 from pictura.modules.gae import AdvantageFilter, ReturnNormalizer, generalized_advantage
 
 RESUME_KEY = "pictura_resume"
@@ -47,8 +48,10 @@ SHAPE_BUCKET_ROWS = 1024
 """Policy batches of variable size are padded to a multiple of this many rows on the GPU."""
 
 EnvFactory = Callable[[str, int], EnvBase]
-"""``env(device, seed) -> EnvBase``; in a config: ``class_path`` + ``init_args`` of the env,
-without ``device`` and ``seed`` (PPO fills them in `setup`)."""
+"""``env(device, seed)`` -> a TorchRL env that is also a `TrainingEnv`; in a config:
+``class_path`` + ``init_args`` of the env, without ``device`` and ``seed`` (PPO fills them in
+`setup`). The return type stays ``EnvBase``: jsonargparse builds the partial only for a
+``class_path`` that subclasses it, and no class subclasses a protocol it merely satisfies."""
 PolicyFactory = Callable[[Composite, int], nn.Module]
 """``policy(observation_spec, num_actions) -> nn.Module`` with ``forward(td) -> (logits, value)``."""
 
@@ -382,7 +385,7 @@ class PPO(LightningModule):
         self.register_buffer("iteration", torch.tensor(0, dtype=torch.int64))
         # valid agent-steps collected so far, summed over ranks (learning curves' x axis)
         self.register_buffer("trained_agent_steps", torch.tensor(0, dtype=torch.int64))
-        self.env: EnvBase | None = None
+        self.env: TrainingEnv | None = None
         self.policy: nn.Module | None = None
         self.rollout: dict[str, torch.Tensor] | None = None  # the last rollout, read by callbacks
         self._td: TensorDict | None = None
@@ -590,6 +593,23 @@ class PPO(LightningModule):
     def vector_keys(self) -> list[str]:
         """Observation entries stored per rollout step: everything but the pixels."""
         return [k for k in self.env.observation_spec["observation"].keys() if k != "pixels"]
+
+    @torch.no_grad()
+    def set_resolution(self, width: int, height: int) -> None:
+        """Render at ``width`` x ``height`` from the next rollout on (a resolution curriculum,
+        between iterations). The observation that rollout starts from was rendered at the old
+        size: its pixels are re-rendered at the new one from the env's current snapshot, so a
+        rollout never mixes sizes."""
+        self.env.set_resolution(width, height)
+        td = self._td
+        if td is None or ("observation", "pixels") not in td.keys(include_nested=True):
+            return
+        history = {key: value.unsqueeze(0) for key, value in self.env.snapshot().items()}  # one step
+        slots = torch.arange(self.env.num_slots, dtype=torch.int64, device=self.env.device)
+        pixels = self.env.render_history(history, torch.zeros_like(slots), slots)
+        observation = td.get("observation")
+        observation.del_("pixels")
+        observation.set("pixels", pixels)
 
     # ---- the PPO iteration -------------------------------------------------------------------
     @torch.no_grad()
