@@ -11,6 +11,7 @@ mid-episode (`save_state` / `restore_state`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Literal, Protocol
 
 import torch
@@ -19,11 +20,10 @@ from torchrl.data import Composite, TensorSpec
 
 
 class PhaseTimer(Protocol):
-    """Brackets named phases of work (PPO's `PhaseClock`); ``start`` and ``stop`` may repeat."""
+    """Times named phases of work (PPO's `PhaseClock`): ``with timer.phase(name): ...``, which
+    may repeat (the spans add up)."""
 
-    def start(self, name: str) -> None: ...
-
-    def stop(self, name: str) -> None: ...
+    def phase(self, name: str) -> AbstractContextManager[None]: ...
 
 
 class TrainingEnv(Protocol):

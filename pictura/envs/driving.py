@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -311,12 +312,9 @@ class DrivingEnv(EnvBase):
             active = wp.to_torch(st.active) != 0
         self._act_requests[:, 1] = torch.where(active, self._slot_ids, -1)
         clock = self.phase_clock
-        if clock is not None:
-            clock.start("rollout_render")
-        current = {name: wp.to_torch(getattr(st, prefix + name)).unsqueeze(0) for name in SNAPSHOT_KEYS}
-        self._render(current, self._act_requests, self._pixels if out is None else out)
-        if clock is not None:
-            clock.stop("rollout_render")
+        with nullcontext() if clock is None else clock.phase("rollout_render"):
+            current = {name: wp.to_torch(getattr(st, prefix + name)).unsqueeze(0) for name in SNAPSHOT_KEYS}
+            self._render(current, self._act_requests, self._pixels if out is None else out)
 
     def snapshot(self) -> dict[str, torch.Tensor]:
         """Copies of the compact state the current observation was rendered from

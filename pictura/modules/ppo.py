@@ -27,6 +27,7 @@ import inspect
 import math
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -262,13 +263,13 @@ class _IterationLoader(DataLoader):
 class PhaseClock:
     """Wall time per phase of an iteration; on CUDA with events, so the loop never syncs.
 
-    ``start(name)`` / ``stop(name)`` bracket a phase (may repeat); ``seconds()`` syncs once.
+    ``with clock.phase(name):`` brackets a phase (may repeat; the spans add up);
+    ``seconds()`` syncs once.
     """
 
     def __init__(self, device: torch.device):
         self.cuda = device.type == "cuda"
         self.spans: dict[str, list] = {}
-        self.open: dict[str, object] = {}
 
     def _now(self):
         if self.cuda:
@@ -277,11 +278,13 @@ class PhaseClock:
             return event
         return time.perf_counter()
 
-    def start(self, name: str) -> None:
-        self.open[name] = self._now()
-
-    def stop(self, name: str) -> None:
-        self.spans.setdefault(name, []).append((self.open.pop(name), self._now()))
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = self._now()
+        try:
+            yield
+        finally:
+            self.spans.setdefault(name, []).append((start, self._now()))
 
     def seconds(self) -> dict[str, float]:
         if self.cuda:
@@ -644,48 +647,45 @@ class PPO(LightningModule):
         events: dict[str, torch.Tensor] = {}
 
         td = self._td
-        env.phase_clock = clock  # the env brackets its rendering as "rollout_render"
+        env.phase_clock = clock  # the env times its rendering as "rollout_render"
         for t in range(T):
-            clock.start("rollout_policy")
-            for key, value in env.snapshot().items():  # what this step's pixels were rendered from
-                buf[key][t] = value
-            obs = td["observation"]
-            for key in self.vector_keys:
-                buf[key][t] = obs[key]
-            if "pixels" in fields:
-                buf["pixels"][t] = obs["pixels"]
-            logits, value = self.policy_forward(obs)
-            action, logprob = sample_action(logits)
-            buf["action"][t], buf["logprob"][t], buf["value"][t] = action, logprob, self.state_value(value)
-            buf["valid"][t] = td["valid"]
-            clock.stop("rollout_policy")
+            with clock.phase("rollout_policy"):
+                for key, value in env.snapshot().items():  # what this step's pixels were rendered from
+                    buf[key][t] = value
+                obs = td["observation"]
+                for key in self.vector_keys:
+                    buf[key][t] = obs[key]
+                if "pixels" in fields:
+                    buf["pixels"][t] = obs["pixels"]
+                logits, value = self.policy_forward(obs)
+                action, logprob = sample_action(logits)
+                buf["action"][t], buf["logprob"][t], buf["value"][t] = action, logprob, self.state_value(value)
+                buf["valid"][t] = td["valid"]
 
-            clock.start("rollout_env")
-            td.set("action", action)
-            td = env.step(td)
-            nxt = td["next"]
-            valid = buf["valid"][t].unsqueeze(-1)
-            buf["reward"][t] = nxt["reward"].squeeze(-1)
-            buf["terminated"][t] = nxt["terminated"].squeeze(-1)
-            buf["truncated"][t] = nxt["truncated"].squeeze(-1)
-            buf["next_valid"][t] = nxt["valid"]
-            for key, value in env.final_record().items():
-                final[key][t] = value
-            for term, r in nxt["info", "reward"].items():
-                reward_terms[term] = reward_terms.get(term, 0) + (r * valid).sum()
-            for name, e in nxt["info", "event"].items():
-                events[name] = events.get(name, 0) + (e & valid).sum()
-            td = nxt.select("observation", "valid", "world_id")
-            clock.stop("rollout_env")
+            with clock.phase("rollout_env"):
+                td.set("action", action)
+                td = env.step(td)
+                nxt = td["next"]
+                valid = buf["valid"][t].unsqueeze(-1)
+                buf["reward"][t] = nxt["reward"].squeeze(-1)
+                buf["terminated"][t] = nxt["terminated"].squeeze(-1)
+                buf["truncated"][t] = nxt["truncated"].squeeze(-1)
+                buf["next_valid"][t] = nxt["valid"]
+                for key, value in env.final_record().items():
+                    final[key][t] = value
+                for term, r in nxt["info", "reward"].items():
+                    reward_terms[term] = reward_terms.get(term, 0) + (r * valid).sum()
+                for name, e in nxt["info", "event"].items():
+                    events[name] = events.get(name, 0) + (e & valid).sum()
+                td = nxt.select("observation", "valid", "world_id")
 
-        clock.start("rollout_policy")
-        # V(o_{t+1}) for every step: the next step's value, and the final observation's.
-        final_value = self.state_value(self.policy_forward(td["observation"])[1])
-        buf["next_value"][:-1] = buf["value"][1:]
-        buf["next_value"][-1] = final_value
-        env.phase_clock = None
-        buf["truncated_value"] = self.truncated_values(buf, final)
-        clock.stop("rollout_policy")
+        with clock.phase("rollout_policy"):
+            # V(o_{t+1}) for every step: the next step's value, and the final observation's.
+            final_value = self.state_value(self.policy_forward(td["observation"])[1])
+            buf["next_value"][:-1] = buf["value"][1:]
+            buf["next_value"][-1] = final_value
+            env.phase_clock = None
+            buf["truncated_value"] = self.truncated_values(buf, final)
         self._td = td
         self.rollout_stats = {"reward": reward_terms, "event": events}  # sums over valid agent-steps
         return buf
@@ -768,12 +768,10 @@ class PPO(LightningModule):
         return TensorDict(obs, batch_size=[steps.shape[0]])
 
     def training_step(self, batch, batch_idx: int):
+        """One PPO iteration (the module docstring's steps 1-5)."""
         h = self.hparams
-        optimizer = self.optimizers()
-        scheduler = self.lr_schedulers()
         clock = PhaseClock(self.device)
         wall = time.perf_counter()
-
         self._restore_rng()  # only on the first iteration after a resume
 
         # 1. rollout (no gradients, no host sync)
@@ -786,16 +784,39 @@ class PPO(LightningModule):
         # 2-3. advantages, filter
         advantage, returns, keep = self.advantages(buf)
         targets = self.value_targets(returns, buf["valid"])
-        T, S = keep.shape
-        kept = keep.reshape(-1).nonzero().squeeze(-1)  # one host sync per iteration
-        num_minibatches, minibatch_total = self.minibatch_plan(kept.numel())
 
         # 4. update epochs over shuffled minibatches; each re-renders its pixels
+        sums, grad_norm, term_norms = self.update(buf, advantage, targets, keep, clock)
+        learning_rate = self.optimizers().param_groups[0]["lr"]  # the rate this iteration trained with
+        self.lr_schedulers().step()
+        self.iteration += 1
+
+        # 5. logging (one sync)
+        self.log_iteration(
+            buf, advantage, returns, keep, sums, grad_norm, term_norms, clock, time.perf_counter() - wall, learning_rate
+        )
+        if h.max_iterations is not None and int(self.iteration) >= h.max_iterations:
+            self.trainer.should_stop = True
+
+    def update(
+        self, buf: dict[str, torch.Tensor], advantage: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor,
+        clock: PhaseClock,
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None, dict[str, torch.Tensor] | None]:
+        """``update_epochs`` passes over shuffled minibatches of the kept transitions, one
+        optimizer step per minibatch, each minibatch in ``chunk_size`` pieces with gradient
+        accumulation. Returns the `ppo_loss` terms summed over the pieces (weighted by their
+        samples), the mean gradient norm before the clip (None without a step) and the
+        gradient norm of each loss term (`loss_term_grad_norms`) on this rank's first piece."""
+        h = self.hparams
+        optimizer = self.optimizers()
+        S = keep.shape[1]
+        kept = keep.reshape(-1).nonzero().squeeze(-1)  # one host sync per iteration
+        num_minibatches, minibatch_total = self.minibatch_plan(kept.numel())
         flat_adv, flat_ret = advantage.reshape(-1), targets.reshape(-1)
         flat_act, flat_logp = buf["action"].reshape(-1), buf["logprob"].reshape(-1)
         sums: dict[str, torch.Tensor] = {}
         grad_norms: list[torch.Tensor] = []  # one per gradient step, before the clip
-        term_norms: dict[str, torch.Tensor] | None = None  # per loss term, on this rank's first piece
+        term_norms: dict[str, torch.Tensor] | None = None
         for _epoch in range(h.update_epochs):
             order = kept[torch.randperm(kept.numel(), device=kept.device)]
             for mb, total in zip(torch.tensor_split(order, num_minibatches), minibatch_total, strict=True):
@@ -810,51 +831,39 @@ class PPO(LightningModule):
                 for i, real_piece in enumerate(pieces):
                     piece, real = pad_to_bucket(real_piece, self.batch_bucket)
                     idx = mb[piece]
-                    clock.start("update_render")
-                    obs = self.minibatch_observation(buf, idx // S, idx % S)
-                    clock.stop("update_render")
-                    clock.start("update_optim")
-                    batch = (
-                        flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx], real,
-                        h.clip_coef, h.vf_coef, h.ent_coef,
-                    )  # fmt: skip
-                    if term_norms is None:  # a separate eager forward: the update's graph stays as it is
-                        term_norms = loss_term_grad_norms(
-                            ppo_loss(*self.policy(obs), *batch), self.policy.parameters(), h.vf_coef, h.ent_coef
-                        )
-                    logits, value = self.policy_forward(obs)
-                    losses = ppo_loss(logits, value, *batch)
-                    # Pieces are weighted by their share of the global minibatch, so the accumulated
-                    # gradient, averaged over ranks by DDP, is the minibatch's mean over all ranks.
-                    share = real_piece.numel() * self.trainer.world_size / total
-                    # DDP all-reduces once per minibatch, on its last piece: every rank then runs
-                    # the same collectives in the same order, however its samples split.
-                    with optimizer.toggle_model(sync_grad=i == len(pieces) - 1):
-                        self.manual_backward(losses["total"] * share)
-                    for k, v in losses.items():
-                        sums[k] = sums.get(k, 0) + v.detach() * real_piece.numel()
-                    clock.stop("update_optim")
-                clock.start("update_optim")
-                # the norm before clipping: how far the clip shrinks each step (no host sync)
-                grad_norms.append(
-                    torch.nn.utils.get_total_norm([p.grad for p in self.policy.parameters() if p.grad is not None])
-                )
-                self.clip_gradients(optimizer, gradient_clip_val=h.max_grad_norm, gradient_clip_algorithm="norm")
-                optimizer.step()
-                clock.stop("update_optim")
-        learning_rate = optimizer.param_groups[0]["lr"]  # the rate this iteration trained with
-        scheduler.step()
-        self.iteration += 1
-
-        # 5. logging (one sync)
+                    with clock.phase("update_render"):
+                        obs = self.minibatch_observation(buf, idx // S, idx % S)
+                    with clock.phase("update_optim"):
+                        batch = (
+                            flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx], real,
+                            h.clip_coef, h.vf_coef, h.ent_coef,
+                        )  # fmt: skip
+                        if term_norms is None:  # a separate eager forward: the update's graph stays as it is
+                            term_norms = loss_term_grad_norms(
+                                ppo_loss(*self.policy(obs), *batch), self.policy.parameters(), h.vf_coef, h.ent_coef
+                            )
+                        logits, value = self.policy_forward(obs)
+                        losses = ppo_loss(logits, value, *batch)
+                        # Pieces are weighted by their share of the global minibatch, so the accumulated
+                        # gradient, averaged over ranks by DDP, is the minibatch's mean over all ranks.
+                        share = real_piece.numel() * self.trainer.world_size / total
+                        # DDP all-reduces once per minibatch, on its last piece: every rank then runs
+                        # the same collectives in the same order, however its samples split.
+                        with optimizer.toggle_model(sync_grad=i == len(pieces) - 1):
+                            self.manual_backward(losses["total"] * share)
+                        for k, v in losses.items():
+                            sums[k] = sums.get(k, 0) + v.detach() * real_piece.numel()
+                with clock.phase("update_optim"):
+                    # the norm before clipping: how far the clip shrinks each step (no host sync)
+                    grad_norms.append(
+                        torch.nn.utils.get_total_norm([p.grad for p in self.policy.parameters() if p.grad is not None])
+                    )
+                    self.clip_gradients(optimizer, gradient_clip_val=h.max_grad_norm, gradient_clip_algorithm="norm")
+                    optimizer.step()
         grad_norm = torch.stack(grad_norms).mean() if grad_norms else None
         if grad_norm is not None and term_norms is None:  # no kept transition on this rank: it adds 0
             term_norms = {k: torch.zeros((), device=self.device) for k in LOSS_TERMS}
-        self.log_iteration(
-            buf, advantage, returns, keep, sums, grad_norm, term_norms, clock, time.perf_counter() - wall, learning_rate
-        )
-        if h.max_iterations is not None and int(self.iteration) >= h.max_iterations:
-            self.trainer.should_stop = True
+        return sums, grad_norm, term_norms
 
     def log_iteration(
         self, buf, advantage, returns, keep, sums, grad_norm: torch.Tensor | None,
