@@ -144,32 +144,6 @@ SPREAD_QUANTILES = (0.5, 0.9, 0.99)
 """Quantiles of |A| that `spread_metrics` logs (besides the maximum)."""
 
 
-LOSS_TERMS = ("policy", "value", "entropy")
-"""The terms of `ppo_loss`'s ``total`` that `loss_term_grad_norms` takes apart."""
-
-
-def loss_term_grad_norms(
-    losses: dict[str, torch.Tensor], parameters, vf_coef: float, ent_coef: float
-) -> dict[str, torch.Tensor]:
-    """The gradient norm of each weighted term of `ppo_loss`'s ``total`` with respect to
-    ``parameters``: ``policy``, ``value`` (``vf_coef`` x value loss) and ``entropy``
-    (``-ent_coef`` x entropy). What they show: which term steers the shared trunk, e.g. a value
-    regression whose gradient outgrows the policy's. Gradients are returned, not accumulated into
-    ``.grad``, so the update's own backward is unaffected."""
-    params = [p for p in parameters if p.requires_grad]
-    weight = {"policy": 1.0, "value": vf_coef, "entropy": -ent_coef}  # as `ppo_loss` sums them
-    terms = {name: weight[name] * losses[name] for name in LOSS_TERMS}
-    norms = {}
-    for i, (name, term) in enumerate(terms.items()):
-        if not term.requires_grad:  # nothing it depends on is trained (a frozen policy): no gradient
-            norms[name] = torch.zeros((), device=term.device)
-            continue
-        grads = torch.autograd.grad(term, params, retain_graph=i < len(terms) - 1, allow_unused=True)
-        present = [g for g in grads if g is not None]
-        norms[name] = torch.nn.utils.get_total_norm(present) if present else torch.zeros((), device=term.device)
-    return norms
-
-
 def spread_metrics(advantage: torch.Tensor, returns: torch.Tensor, value: torch.Tensor) -> dict[str, torch.Tensor]:
     """Scale diagnostics of a rollout's valid transitions (1-D tensors of equal length): |A| at
     `SPREAD_QUANTILES` and its maximum, the spread of the value targets and the value
@@ -391,6 +365,10 @@ class PPO(LightningModule):
         self.env: TrainingEnv | None = None
         self.policy: nn.Module | None = None
         self.rollout: dict[str, torch.Tensor] | None = None  # the last rollout, read by callbacks
+        # the piece being backpropagated (observation, `ppo_loss` arguments), read by callbacks
+        self.piece: tuple[TensorDict, tuple] | None = None
+        # scalars callbacks add during an iteration, logged with PPO's own (averaged over ranks)
+        self.iteration_metrics: dict[str, torch.Tensor] = {}
         self._td: TensorDict | None = None
         self.rollout_stats: dict[str, dict[str, torch.Tensor]] = {}
         self._resume: dict | None = None  # the checkpoint's env and RNG states (on_load_checkpoint)
@@ -786,14 +764,15 @@ class PPO(LightningModule):
         targets = self.value_targets(returns, buf["valid"])
 
         # 4. update epochs over shuffled minibatches; each re-renders its pixels
-        sums, grad_norm, term_norms = self.update(buf, advantage, targets, keep, clock)
+        self.iteration_metrics = {}
+        sums, grad_norm = self.update(buf, advantage, targets, keep, clock)
         learning_rate = self.optimizers().param_groups[0]["lr"]  # the rate this iteration trained with
         self.lr_schedulers().step()
         self.iteration += 1
 
         # 5. logging (one sync)
         self.log_iteration(
-            buf, advantage, returns, keep, sums, grad_norm, term_norms, clock, time.perf_counter() - wall, learning_rate
+            buf, advantage, returns, keep, sums, grad_norm, clock, time.perf_counter() - wall, learning_rate
         )
         if h.max_iterations is not None and int(self.iteration) >= h.max_iterations:
             self.trainer.should_stop = True
@@ -801,12 +780,13 @@ class PPO(LightningModule):
     def update(
         self, buf: dict[str, torch.Tensor], advantage: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor,
         clock: PhaseClock,
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None, dict[str, torch.Tensor] | None]:
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
         """``update_epochs`` passes over shuffled minibatches of the kept transitions, one
         optimizer step per minibatch, each minibatch in ``chunk_size`` pieces with gradient
         accumulation. Returns the `ppo_loss` terms summed over the pieces (weighted by their
-        samples), the mean gradient norm before the clip (None without a step) and the
-        gradient norm of each loss term (`loss_term_grad_norms`) on this rank's first piece."""
+        samples) and the mean gradient norm before the clip (None without a step). While a
+        piece's loss is backpropagated, `piece` holds its observation and `ppo_loss`
+        arguments (`pictura.callbacks.GradientDiagnostics` reads them)."""
         h = self.hparams
         optimizer = self.optimizers()
         S = keep.shape[1]
@@ -816,7 +796,6 @@ class PPO(LightningModule):
         flat_act, flat_logp = buf["action"].reshape(-1), buf["logprob"].reshape(-1)
         sums: dict[str, torch.Tensor] = {}
         grad_norms: list[torch.Tensor] = []  # one per gradient step, before the clip
-        term_norms: dict[str, torch.Tensor] | None = None
         for _epoch in range(h.update_epochs):
             order = kept[torch.randperm(kept.numel(), device=kept.device)]
             for mb, total in zip(torch.tensor_split(order, num_minibatches), minibatch_total, strict=True):
@@ -838,10 +817,6 @@ class PPO(LightningModule):
                             flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx], real,
                             h.clip_coef, h.vf_coef, h.ent_coef,
                         )  # fmt: skip
-                        if term_norms is None:  # a separate eager forward: the update's graph stays as it is
-                            term_norms = loss_term_grad_norms(
-                                ppo_loss(*self.policy(obs), *batch), self.policy.parameters(), h.vf_coef, h.ent_coef
-                            )
                         logits, value = self.policy_forward(obs)
                         losses = ppo_loss(logits, value, *batch)
                         # Pieces are weighted by their share of the global minibatch, so the accumulated
@@ -849,8 +824,10 @@ class PPO(LightningModule):
                         share = real_piece.numel() * self.trainer.world_size / total
                         # DDP all-reduces once per minibatch, on its last piece: every rank then runs
                         # the same collectives in the same order, however its samples split.
+                        self.piece = (obs, batch)  # for callbacks' on_before_backward
                         with optimizer.toggle_model(sync_grad=i == len(pieces) - 1):
                             self.manual_backward(losses["total"] * share)
+                        self.piece = None
                         for k, v in losses.items():
                             sums[k] = sums.get(k, 0) + v.detach() * real_piece.numel()
                 with clock.phase("update_optim"):
@@ -860,14 +837,11 @@ class PPO(LightningModule):
                     )
                     self.clip_gradients(optimizer, gradient_clip_val=h.max_grad_norm, gradient_clip_algorithm="norm")
                     optimizer.step()
-        grad_norm = torch.stack(grad_norms).mean() if grad_norms else None
-        if grad_norm is not None and term_norms is None:  # no kept transition on this rank: it adds 0
-            term_norms = {k: torch.zeros((), device=self.device) for k in LOSS_TERMS}
-        return sums, grad_norm, term_norms
+        return sums, torch.stack(grad_norms).mean() if grad_norms else None
 
     def log_iteration(
-        self, buf, advantage, returns, keep, sums, grad_norm: torch.Tensor | None,
-        term_norms: dict[str, torch.Tensor] | None, clock: PhaseClock, wall_s: float, learning_rate: float,
+        self, buf, advantage, returns, keep, sums, grad_norm: torch.Tensor | None, clock: PhaseClock, wall_s: float,
+        learning_rate: float,
     ) -> None:
         h = self.hparams
         valid = buf["valid"]
@@ -876,8 +850,7 @@ class PPO(LightningModule):
         metrics = {f"train/loss/{k}": v / processed for k, v in sums.items() if k not in ("approx_kl", "clip_fraction")}
         if grad_norm is not None:
             metrics["train/grad_norm"] = grad_norm.detach()
-            for term, norm in term_norms.items():
-                metrics[f"train/grad_norm/{term}"] = norm.detach()
+        metrics.update(self.iteration_metrics)  # the callbacks' scalars of this iteration
         metrics["train/approx_kl"] = sums.get("approx_kl", torch.tensor(0.0)) / processed
         metrics["train/clip_fraction"] = sums.get("clip_fraction", torch.tensor(0.0)) / processed
         value = buf["value"][valid]
