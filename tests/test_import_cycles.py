@@ -1,5 +1,6 @@
-"""`scripts/check_import_cycles.py`: the cycles it finds in a hand-made package, and no new cycle
-in `pictura` (the cycles it lists as known are printed, not failed)."""
+"""`scripts/check_import_cycles.py`: the cycles it finds in a hand-made package, no new cycle in
+`pictura` (the cycles it lists as known are printed, not failed), and `pictura`'s layers import
+only earlier layers."""
 
 from __future__ import annotations
 
@@ -94,3 +95,29 @@ def test_pictura_has_no_new_import_cycle(checker, capsys):
     out = capsys.readouterr().out
     assert status == 0, out
     assert "NEW CYCLE" not in out
+
+
+LAYERS = ("maps", "sim", "render", "envs", "modules", "eval", "callbacks")
+"""`pictura`'s subpackages in layer order (CONTRIBUTING.md); the command line comes last."""
+COMMAND_LINE = ("pictura.cli", "pictura.__main__", "pictura.modules.cli", "pictura.tools")
+
+
+def _layer(module: str) -> int | None:
+    if any(module == c or module.startswith(c + ".") for c in COMMAND_LINE):
+        return len(LAYERS)
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_pictura_layers_import_only_earlier_layers(checker):
+    """Every import inside `pictura`, deferred ones included, goes to the same or an earlier
+    layer: maps < sim < render < envs < modules < eval < callbacks < command line."""
+    _, full_graph, _, _ = checker.build_graphs(SCRIPT.parent.parent / "pictura")
+    assert _layer("pictura.modules.ppo") < _layer("pictura.eval.policies") < _layer("pictura.modules.cli")
+    upward = [
+        f"{importer} -> {imported}"
+        for importer, targets in sorted(full_graph.items())
+        for imported in sorted(targets)
+        if None not in (_layer(importer), _layer(imported)) and _layer(imported) > _layer(importer)
+    ]
+    assert upward == []

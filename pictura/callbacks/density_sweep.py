@@ -34,9 +34,10 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 from pictura.callbacks.axis import logging_step
-from pictura.eval.metrics import COUNTERS, PARTNERS, all_gather_rows, all_reduce_counters, summarize
+from pictura.eval.in_domain import evaluate_densities
+from pictura.eval.metrics import COUNTERS, PARTNERS
 from pictura.eval.policies import argmax_policy, sampled_policy
-from pictura.eval.protocols import IN_DOMAIN_DENSITIES, ScenarioProgress, build_in_domain_env, run_density
+from pictura.eval.protocols import IN_DOMAIN_DENSITIES, build_in_domain_env
 from pictura.eval.report import jsonable, plot_metrics, sweep_names
 
 LOGGED = (
@@ -143,24 +144,15 @@ class DensitySweep(Callback):
         was_training = policy.training
         policy.eval()
         act = argmax_policy(policy) if self.actions == "argmax" else sampled_policy(policy, self.seed + 7_919 * rank)
-        summaries: dict[str, dict[str, float]] = {}
-        per_scenario: dict[str, list[list[float]]] = {}
         # a bar per density under `validate` / `test`, where the sweep is the whole run (in fit it
         # would cut into Lightning's training bar)
         stage = getattr(getattr(trainer, "state", None), "fn", None)
         show = stage in ("validate", "test") and trainer.is_global_zero and getattr(trainer, "progress_bar_callback", None)
         try:
-            for density in self.densities:
-                env = self._env(pl_module, density, rank_scenarios, rank)
-                progress = ScenarioProgress(rank_scenarios, f"{self.tag} @ {density} agents", bool(show))
-                rows: list[torch.Tensor] = []
-                counters = run_density(
-                    env, act, rank_scenarios, self.steps, self.seed + 1_000_003 * rank, progress=progress,
-                    scenario_sums=rows,
-                )
-                progress.close()
-                summaries[str(density)] = summarize(all_reduce_counters(counters))
-                per_scenario[str(density)] = all_gather_rows(torch.cat(rows)).cpu().tolist()
+            summaries, per_scenario = evaluate_densities(
+                lambda density: self._env(pl_module, density, rank_scenarios, rank), act, self.densities,
+                rank_scenarios, self.steps, self.seed + 1_000_003 * rank, self.tag, bool(show),
+            )
         finally:
             policy.train(was_training)
         self.results[iteration] = summaries
@@ -234,3 +226,15 @@ class DensitySweep(Callback):
 
     def on_train_end(self, trainer, pl_module) -> None:
         self.evaluate(trainer, pl_module)
+
+    def log_stage(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        """``validate`` / ``test``: run the sweep once and log ``<stage>/<tag>/<density>/<metric>``,
+        which Lightning prints and returns. The sweep also writes its usual plot and JSON record."""
+        for name, value in self.scalars(self.evaluate(trainer, pl_module) or {}).items():
+            pl_module.log(f"{stage}/{name}", value, batch_size=1)
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self.log_stage(trainer, pl_module, "val")
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self.log_stage(trainer, pl_module, "test")

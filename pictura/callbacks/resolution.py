@@ -7,13 +7,13 @@
 
 Before every training batch (one PPO iteration) the callback looks up the last schedule entry
 whose step is <= ``trainer.global_step`` and, if the env renders at another resolution, calls
-``env.set_resolution(width, height)``. ``global_step`` counts optimizer (gradient) steps in
+the module's ``set_resolution(width, height)`` (`pictura.modules.PPO.set_resolution`; a module
+without one: the env's). ``global_step`` counts optimizer (gradient) steps in
 `pictura.modules.PPO`, not iterations. Because it depends only on ``global_step``, which every
 DDP rank advances identically, all ranks switch at the same iteration without communicating;
 a run resumed from a checkpoint gets the resolution its step calls for.
 
-The observation the next rollout starts from was rendered at the old resolution: it is
-re-rendered at the new one from the env's current snapshot (`env.render_history`), so the
+PPO re-renders the observation the next rollout starts from at the new resolution, so the
 rollout never mixes sizes.
 """
 
@@ -23,8 +23,6 @@ from collections.abc import Mapping, Sequence
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
-
-from pictura.envs.driving import stack_snapshots
 
 Schedule = Mapping[int, Sequence[int]] | Sequence[Sequence[int]]
 
@@ -92,24 +90,9 @@ class ResolutionCurriculum(Callback):
             return False
         if (env.rig.width, env.rig.height) == target:
             return False
-        env.set_resolution(*target)
-        self._rerender_pending_observation(pl_module, env)
+        getattr(pl_module, "set_resolution", env.set_resolution)(*target)
         self.applied.append((trainer.global_step, *target))
         return True
-
-    @staticmethod
-    def _rerender_pending_observation(pl_module: LightningModule, env) -> None:
-        td = getattr(pl_module, "_td", None)  # PPO's observation the next rollout starts from
-        if td is None or ("observation", "pixels") not in td.keys(include_nested=True):
-            return
-        history = stack_snapshots([env.snapshot()])  # one step
-        n = env.num_slots
-        steps = torch.zeros(n, dtype=torch.int64, device=env.device)
-        slots = torch.arange(n, dtype=torch.int64, device=env.device)
-        pixels = env.render_history(history, steps, slots)
-        observation = td.get("observation")
-        observation.del_("pixels")
-        observation.set("pixels", pixels)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         self.apply(trainer, pl_module)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -35,6 +36,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Composite, Unbounded
 from torchrl.envs import EnvBase
 
+from pictura.envs.contract import PhaseTimer
 from pictura.envs.observations import VectorizedObservationConfig
 from pictura.envs.specs import set_step_specs
 from pictura.maps import load_road_map
@@ -211,7 +213,8 @@ class DrivingEnv(EnvBase):
         self.share_pixel_buffer = share_pixel_buffer
         self._seed = int(seed)
         self.next_observation = "final"
-        self.phase_clock = None  # set by PPO: acting renders are timed as "rollout_render"
+        # the trainer's clock (`TrainingEnv.phase_clock`): acting renders are timed as "rollout_render"
+        self.phase_clock: PhaseTimer | None = None
 
         with self._warp_scope():
             self.model = build_model(road_maps, layout, sim_config, device=self._wp_device, replay=replay)
@@ -309,12 +312,9 @@ class DrivingEnv(EnvBase):
             active = wp.to_torch(st.active) != 0
         self._act_requests[:, 1] = torch.where(active, self._slot_ids, -1)
         clock = self.phase_clock
-        if clock is not None:
-            clock.start("rollout_render")
-        current = {name: wp.to_torch(getattr(st, prefix + name)).unsqueeze(0) for name in SNAPSHOT_KEYS}
-        self._render(current, self._act_requests, self._pixels if out is None else out)
-        if clock is not None:
-            clock.stop("rollout_render")
+        with nullcontext() if clock is None else clock.phase("rollout_render"):
+            current = {name: wp.to_torch(getattr(st, prefix + name)).unsqueeze(0) for name in SNAPSHOT_KEYS}
+            self._render(current, self._act_requests, self._pixels if out is None else out)
 
     def snapshot(self) -> dict[str, torch.Tensor]:
         """Copies of the compact state the current observation was rendered from

@@ -5,6 +5,8 @@
   `MOMENTS` behind the standard errors), `PARTNERS`;
 - `protocols`: in-domain (`run_in_domain`, `run_density`, `eval_sim_config`) and the WOMD scene
   selection (`womd_selection`, `womd_scenes`; rollouts need log replay, `run_womd` raises);
+- `in_domain`: `evaluate_densities`, the sweep over densities that `pictura.callbacks.DensitySweep`
+  runs during training and as ``validate`` / ``test``;
 - `policies`: random / constant baselines, `load_checkpoint` (argmax policy of a PPO checkpoint);
 - `report`: the Table-1-style table, JSON and the metrics-vs-density plot.
 

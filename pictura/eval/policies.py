@@ -23,7 +23,7 @@ from torch import nn
 
 from pictura.sim import NUM_ACTIONS
 
-if TYPE_CHECKING:  # pictura.modules imports the callbacks, which import this module
+if TYPE_CHECKING:  # imported where a checkpoint is read: pictura.modules loads Lightning and TorchRL
     from pictura.modules.gae import ReturnNormalizer
 
 

@@ -19,6 +19,8 @@ import warnings
 import jsonargparse._parameter_resolvers as _resolvers
 from lightning.pytorch.cli import LightningCLI
 
+from pictura.callbacks.density_sweep import DensitySweep
+from pictura.callbacks.gradients import GradientDiagnostics
 from pictura.callbacks.preemption import PreemptionCheckpoint
 from pictura.modules.ppo import PPO
 
@@ -80,7 +82,9 @@ def _differences(asked, used, prefix: str = "model") -> list[str]:
 
 class PicturaCLI(LightningCLI):
     """LightningCLI with Pictura's defaults (no datamodule: PPO makes its own data; a
-    `PreemptionCheckpoint` in every run whose config has none)."""
+    `PreemptionCheckpoint` and a `GradientDiagnostics` in every run whose config has none;
+    under ``validate`` / ``test`` a default `DensitySweep`, the in-domain evaluation those
+    commands run, when it has none)."""
 
     preemption: PreemptionCheckpoint | None = None
     checkpoint_iteration: int | None = None  # the PPO iterations of --ckpt_path's run
@@ -115,6 +119,11 @@ class PicturaCLI(LightningCLI):
             callbacks = [*callbacks, PreemptionCheckpoint()]
             listed = callbacks[-1:]
         self.preemption = listed[0]
+        given = (config.get("callbacks") or []) + callbacks
+        if not any(isinstance(c, GradientDiagnostics) for c in given):
+            callbacks = [*callbacks, GradientDiagnostics()]
+        if self.subcommand in ("validate", "test") and not any(isinstance(c, DensitySweep) for c in given):
+            callbacks = [*callbacks, DensitySweep()]
         return super()._instantiate_trainer(config, callbacks)
 
     def _run_subcommand(self, subcommand: str) -> None:

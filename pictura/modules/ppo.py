@@ -27,6 +27,7 @@ import inspect
 import math
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -38,7 +39,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from torchrl.data import Composite
 from torchrl.envs import EnvBase
 
-from pictura.callbacks.density_sweep import DensitySweep
+from pictura.envs.contract import TrainingEnv
 from pictura.modules.gae import AdvantageFilter, ReturnNormalizer, generalized_advantage
 
 RESUME_KEY = "pictura_resume"
@@ -48,8 +49,10 @@ SHAPE_BUCKET_ROWS = 1024
 """Policy batches of variable size are padded to a multiple of this many rows on the GPU."""
 
 EnvFactory = Callable[[str, int], EnvBase]
-"""``env(device, seed) -> EnvBase``; in a config: ``class_path`` + ``init_args`` of the env,
-without ``device`` and ``seed`` (PPO fills them in `setup`)."""
+"""``env(device, seed)`` -> a TorchRL env that is also a `TrainingEnv`; in a config:
+``class_path`` + ``init_args`` of the env, without ``device`` and ``seed`` (PPO fills them in
+`setup`). The return type stays ``EnvBase``: jsonargparse builds the partial only for a
+``class_path`` that subclasses it, and no class subclasses a protocol it merely satisfies."""
 PolicyFactory = Callable[[Composite, int], nn.Module]
 """``policy(observation_spec, num_actions) -> nn.Module`` with ``forward(td) -> (logits, value)``."""
 
@@ -139,32 +142,6 @@ def ppo_loss(
 
 SPREAD_QUANTILES = (0.5, 0.9, 0.99)
 """Quantiles of |A| that `spread_metrics` logs (besides the maximum)."""
-
-
-LOSS_TERMS = ("policy", "value", "entropy")
-"""The terms of `ppo_loss`'s ``total`` that `loss_term_grad_norms` takes apart."""
-
-
-def loss_term_grad_norms(
-    losses: dict[str, torch.Tensor], parameters, vf_coef: float, ent_coef: float
-) -> dict[str, torch.Tensor]:
-    """The gradient norm of each weighted term of `ppo_loss`'s ``total`` with respect to
-    ``parameters``: ``policy``, ``value`` (``vf_coef`` x value loss) and ``entropy``
-    (``-ent_coef`` x entropy). What they show: which term steers the shared trunk, e.g. a value
-    regression whose gradient outgrows the policy's. Gradients are returned, not accumulated into
-    ``.grad``, so the update's own backward is unaffected."""
-    params = [p for p in parameters if p.requires_grad]
-    weight = {"policy": 1.0, "value": vf_coef, "entropy": -ent_coef}  # as `ppo_loss` sums them
-    terms = {name: weight[name] * losses[name] for name in LOSS_TERMS}
-    norms = {}
-    for i, (name, term) in enumerate(terms.items()):
-        if not term.requires_grad:  # nothing it depends on is trained (a frozen policy): no gradient
-            norms[name] = torch.zeros((), device=term.device)
-            continue
-        grads = torch.autograd.grad(term, params, retain_graph=i < len(terms) - 1, allow_unused=True)
-        present = [g for g in grads if g is not None]
-        norms[name] = torch.nn.utils.get_total_norm(present) if present else torch.zeros((), device=term.device)
-    return norms
 
 
 def spread_metrics(advantage: torch.Tensor, returns: torch.Tensor, value: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -260,13 +237,13 @@ class _IterationLoader(DataLoader):
 class PhaseClock:
     """Wall time per phase of an iteration; on CUDA with events, so the loop never syncs.
 
-    ``start(name)`` / ``stop(name)`` bracket a phase (may repeat); ``seconds()`` syncs once.
+    ``with clock.phase(name):`` brackets a phase (may repeat; the spans add up);
+    ``seconds()`` syncs once.
     """
 
     def __init__(self, device: torch.device):
         self.cuda = device.type == "cuda"
         self.spans: dict[str, list] = {}
-        self.open: dict[str, object] = {}
 
     def _now(self):
         if self.cuda:
@@ -275,11 +252,13 @@ class PhaseClock:
             return event
         return time.perf_counter()
 
-    def start(self, name: str) -> None:
-        self.open[name] = self._now()
-
-    def stop(self, name: str) -> None:
-        self.spans.setdefault(name, []).append((self.open.pop(name), self._now()))
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = self._now()
+        try:
+            yield
+        finally:
+            self.spans.setdefault(name, []).append((start, self._now()))
 
     def seconds(self) -> dict[str, float]:
         if self.cuda:
@@ -383,9 +362,13 @@ class PPO(LightningModule):
         self.register_buffer("iteration", torch.tensor(0, dtype=torch.int64))
         # valid agent-steps collected so far, summed over ranks (learning curves' x axis)
         self.register_buffer("trained_agent_steps", torch.tensor(0, dtype=torch.int64))
-        self.env: EnvBase | None = None
+        self.env: TrainingEnv | None = None
         self.policy: nn.Module | None = None
         self.rollout: dict[str, torch.Tensor] | None = None  # the last rollout, read by callbacks
+        # the piece being backpropagated (observation, `ppo_loss` arguments), read by callbacks
+        self.piece: tuple[TensorDict, tuple] | None = None
+        # scalars callbacks add during an iteration, logged with PPO's own (averaged over ranks)
+        self.iteration_metrics: dict[str, torch.Tensor] = {}
         self._td: TensorDict | None = None
         self.rollout_stats: dict[str, dict[str, torch.Tensor]] = {}
         self._resume: dict | None = None  # the checkpoint's env and RNG states (on_load_checkpoint)
@@ -490,7 +473,7 @@ class PPO(LightningModule):
         count = self.hparams.max_iterations
         return _IterationLoader(_Iterations(count), batch_size=None, num_workers=0)
 
-    # ---- validate / test: the in-domain evaluation of the current (or loaded) policy ----------
+    # ---- validate / test: one pass, in which the DensitySweep callbacks evaluate the policy ------
     def val_dataloader(self) -> DataLoader:
         # No validation loop inside fit (evaluation there is the DensitySweep callbacks' job):
         # an empty loader makes Lightning skip both the sanity check and the epoch-end pass.
@@ -501,19 +484,12 @@ class PPO(LightningModule):
         return self.val_dataloader()
 
     def validation_step(self, batch, batch_idx: int) -> None:
-        self.evaluate_in_domain("val")
+        """Nothing: ``validate`` is one pass of the in-domain evaluation, which the
+        `pictura.callbacks.DensitySweep` callbacks run and log at this step's end (the CLI adds
+        a default one to a config without any)."""
 
     def test_step(self, batch, batch_idx: int) -> None:
-        self.evaluate_in_domain("test")
-
-    def evaluate_in_domain(self, stage: str) -> None:
-        """``validate`` / ``test``: run the config's `DensitySweep` evaluations once (a default
-        one when the config has none) and log ``<stage>/<eval tag>/<density>/<metric>``, which
-        Lightning prints and returns. The sweeps also write their usual plot and JSON record."""
-        sweeps = [cb for cb in self.trainer.callbacks if isinstance(cb, DensitySweep)] or [DensitySweep()]
-        for sweep in sweeps:
-            for name, value in sweep.scalars(sweep.evaluate(self.trainer, self) or {}).items():
-                self.log(f"{stage}/{name}", value, batch_size=1)
+        """Nothing: as `validation_step`, under ``test``."""
 
     def total_iterations(self) -> int:
         if self.hparams.max_iterations is not None:
@@ -599,6 +575,23 @@ class PPO(LightningModule):
         """Observation entries stored per rollout step: everything but the pixels."""
         return [k for k in self.env.observation_spec["observation"].keys() if k != "pixels"]
 
+    @torch.no_grad()
+    def set_resolution(self, width: int, height: int) -> None:
+        """Render at ``width`` x ``height`` from the next rollout on (a resolution curriculum,
+        between iterations). The observation that rollout starts from was rendered at the old
+        size: its pixels are re-rendered at the new one from the env's current snapshot, so a
+        rollout never mixes sizes."""
+        self.env.set_resolution(width, height)
+        td = self._td
+        if td is None or ("observation", "pixels") not in td.keys(include_nested=True):
+            return
+        history = {key: value.unsqueeze(0) for key, value in self.env.snapshot().items()}  # one step
+        slots = torch.arange(self.env.num_slots, dtype=torch.int64, device=self.env.device)
+        pixels = self.env.render_history(history, torch.zeros_like(slots), slots)
+        observation = td.get("observation")
+        observation.del_("pixels")
+        observation.set("pixels", pixels)
+
     # ---- the PPO iteration -------------------------------------------------------------------
     @torch.no_grad()
     def collect_rollout(self, clock: PhaseClock) -> dict[str, torch.Tensor]:
@@ -632,48 +625,45 @@ class PPO(LightningModule):
         events: dict[str, torch.Tensor] = {}
 
         td = self._td
-        env.phase_clock = clock  # the env brackets its rendering as "rollout_render"
+        env.phase_clock = clock  # the env times its rendering as "rollout_render"
         for t in range(T):
-            clock.start("rollout_policy")
-            for key, value in env.snapshot().items():  # what this step's pixels were rendered from
-                buf[key][t] = value
-            obs = td["observation"]
-            for key in self.vector_keys:
-                buf[key][t] = obs[key]
-            if "pixels" in fields:
-                buf["pixels"][t] = obs["pixels"]
-            logits, value = self.policy_forward(obs)
-            action, logprob = sample_action(logits)
-            buf["action"][t], buf["logprob"][t], buf["value"][t] = action, logprob, self.state_value(value)
-            buf["valid"][t] = td["valid"]
-            clock.stop("rollout_policy")
+            with clock.phase("rollout_policy"):
+                for key, value in env.snapshot().items():  # what this step's pixels were rendered from
+                    buf[key][t] = value
+                obs = td["observation"]
+                for key in self.vector_keys:
+                    buf[key][t] = obs[key]
+                if "pixels" in fields:
+                    buf["pixels"][t] = obs["pixels"]
+                logits, value = self.policy_forward(obs)
+                action, logprob = sample_action(logits)
+                buf["action"][t], buf["logprob"][t], buf["value"][t] = action, logprob, self.state_value(value)
+                buf["valid"][t] = td["valid"]
 
-            clock.start("rollout_env")
-            td.set("action", action)
-            td = env.step(td)
-            nxt = td["next"]
-            valid = buf["valid"][t].unsqueeze(-1)
-            buf["reward"][t] = nxt["reward"].squeeze(-1)
-            buf["terminated"][t] = nxt["terminated"].squeeze(-1)
-            buf["truncated"][t] = nxt["truncated"].squeeze(-1)
-            buf["next_valid"][t] = nxt["valid"]
-            for key, value in env.final_record().items():
-                final[key][t] = value
-            for term, r in nxt["info", "reward"].items():
-                reward_terms[term] = reward_terms.get(term, 0) + (r * valid).sum()
-            for name, e in nxt["info", "event"].items():
-                events[name] = events.get(name, 0) + (e & valid).sum()
-            td = nxt.select("observation", "valid", "world_id")
-            clock.stop("rollout_env")
+            with clock.phase("rollout_env"):
+                td.set("action", action)
+                td = env.step(td)
+                nxt = td["next"]
+                valid = buf["valid"][t].unsqueeze(-1)
+                buf["reward"][t] = nxt["reward"].squeeze(-1)
+                buf["terminated"][t] = nxt["terminated"].squeeze(-1)
+                buf["truncated"][t] = nxt["truncated"].squeeze(-1)
+                buf["next_valid"][t] = nxt["valid"]
+                for key, value in env.final_record().items():
+                    final[key][t] = value
+                for term, r in nxt["info", "reward"].items():
+                    reward_terms[term] = reward_terms.get(term, 0) + (r * valid).sum()
+                for name, e in nxt["info", "event"].items():
+                    events[name] = events.get(name, 0) + (e & valid).sum()
+                td = nxt.select("observation", "valid", "world_id")
 
-        clock.start("rollout_policy")
-        # V(o_{t+1}) for every step: the next step's value, and the final observation's.
-        final_value = self.state_value(self.policy_forward(td["observation"])[1])
-        buf["next_value"][:-1] = buf["value"][1:]
-        buf["next_value"][-1] = final_value
-        env.phase_clock = None
-        buf["truncated_value"] = self.truncated_values(buf, final)
-        clock.stop("rollout_policy")
+        with clock.phase("rollout_policy"):
+            # V(o_{t+1}) for every step: the next step's value, and the final observation's.
+            final_value = self.state_value(self.policy_forward(td["observation"])[1])
+            buf["next_value"][:-1] = buf["value"][1:]
+            buf["next_value"][-1] = final_value
+            env.phase_clock = None
+            buf["truncated_value"] = self.truncated_values(buf, final)
         self._td = td
         self.rollout_stats = {"reward": reward_terms, "event": events}  # sums over valid agent-steps
         return buf
@@ -756,12 +746,10 @@ class PPO(LightningModule):
         return TensorDict(obs, batch_size=[steps.shape[0]])
 
     def training_step(self, batch, batch_idx: int):
+        """One PPO iteration (the module docstring's steps 1-5)."""
         h = self.hparams
-        optimizer = self.optimizers()
-        scheduler = self.lr_schedulers()
         clock = PhaseClock(self.device)
         wall = time.perf_counter()
-
         self._restore_rng()  # only on the first iteration after a resume
 
         # 1. rollout (no gradients, no host sync)
@@ -774,16 +762,40 @@ class PPO(LightningModule):
         # 2-3. advantages, filter
         advantage, returns, keep = self.advantages(buf)
         targets = self.value_targets(returns, buf["valid"])
-        T, S = keep.shape
-        kept = keep.reshape(-1).nonzero().squeeze(-1)  # one host sync per iteration
-        num_minibatches, minibatch_total = self.minibatch_plan(kept.numel())
 
         # 4. update epochs over shuffled minibatches; each re-renders its pixels
+        self.iteration_metrics = {}
+        sums, grad_norm = self.update(buf, advantage, targets, keep, clock)
+        learning_rate = self.optimizers().param_groups[0]["lr"]  # the rate this iteration trained with
+        self.lr_schedulers().step()
+        self.iteration += 1
+
+        # 5. logging (one sync)
+        self.log_iteration(
+            buf, advantage, returns, keep, sums, grad_norm, clock, time.perf_counter() - wall, learning_rate
+        )
+        if h.max_iterations is not None and int(self.iteration) >= h.max_iterations:
+            self.trainer.should_stop = True
+
+    def update(
+        self, buf: dict[str, torch.Tensor], advantage: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor,
+        clock: PhaseClock,
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+        """``update_epochs`` passes over shuffled minibatches of the kept transitions, one
+        optimizer step per minibatch, each minibatch in ``chunk_size`` pieces with gradient
+        accumulation. Returns the `ppo_loss` terms summed over the pieces (weighted by their
+        samples) and the mean gradient norm before the clip (None without a step). While a
+        piece's loss is backpropagated, `piece` holds its observation and `ppo_loss`
+        arguments (`pictura.callbacks.GradientDiagnostics` reads them)."""
+        h = self.hparams
+        optimizer = self.optimizers()
+        S = keep.shape[1]
+        kept = keep.reshape(-1).nonzero().squeeze(-1)  # one host sync per iteration
+        num_minibatches, minibatch_total = self.minibatch_plan(kept.numel())
         flat_adv, flat_ret = advantage.reshape(-1), targets.reshape(-1)
         flat_act, flat_logp = buf["action"].reshape(-1), buf["logprob"].reshape(-1)
         sums: dict[str, torch.Tensor] = {}
         grad_norms: list[torch.Tensor] = []  # one per gradient step, before the clip
-        term_norms: dict[str, torch.Tensor] | None = None  # per loss term, on this rank's first piece
         for _epoch in range(h.update_epochs):
             order = kept[torch.randperm(kept.numel(), device=kept.device)]
             for mb, total in zip(torch.tensor_split(order, num_minibatches), minibatch_total, strict=True):
@@ -798,55 +810,38 @@ class PPO(LightningModule):
                 for i, real_piece in enumerate(pieces):
                     piece, real = pad_to_bucket(real_piece, self.batch_bucket)
                     idx = mb[piece]
-                    clock.start("update_render")
-                    obs = self.minibatch_observation(buf, idx // S, idx % S)
-                    clock.stop("update_render")
-                    clock.start("update_optim")
-                    batch = (
-                        flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx], real,
-                        h.clip_coef, h.vf_coef, h.ent_coef,
-                    )  # fmt: skip
-                    if term_norms is None:  # a separate eager forward: the update's graph stays as it is
-                        term_norms = loss_term_grad_norms(
-                            ppo_loss(*self.policy(obs), *batch), self.policy.parameters(), h.vf_coef, h.ent_coef
-                        )
-                    logits, value = self.policy_forward(obs)
-                    losses = ppo_loss(logits, value, *batch)
-                    # Pieces are weighted by their share of the global minibatch, so the accumulated
-                    # gradient, averaged over ranks by DDP, is the minibatch's mean over all ranks.
-                    share = real_piece.numel() * self.trainer.world_size / total
-                    # DDP all-reduces once per minibatch, on its last piece: every rank then runs
-                    # the same collectives in the same order, however its samples split.
-                    with optimizer.toggle_model(sync_grad=i == len(pieces) - 1):
-                        self.manual_backward(losses["total"] * share)
-                    for k, v in losses.items():
-                        sums[k] = sums.get(k, 0) + v.detach() * real_piece.numel()
-                    clock.stop("update_optim")
-                clock.start("update_optim")
-                # the norm before clipping: how far the clip shrinks each step (no host sync)
-                grad_norms.append(
-                    torch.nn.utils.get_total_norm([p.grad for p in self.policy.parameters() if p.grad is not None])
-                )
-                self.clip_gradients(optimizer, gradient_clip_val=h.max_grad_norm, gradient_clip_algorithm="norm")
-                optimizer.step()
-                clock.stop("update_optim")
-        learning_rate = optimizer.param_groups[0]["lr"]  # the rate this iteration trained with
-        scheduler.step()
-        self.iteration += 1
-
-        # 5. logging (one sync)
-        grad_norm = torch.stack(grad_norms).mean() if grad_norms else None
-        if grad_norm is not None and term_norms is None:  # no kept transition on this rank: it adds 0
-            term_norms = {k: torch.zeros((), device=self.device) for k in LOSS_TERMS}
-        self.log_iteration(
-            buf, advantage, returns, keep, sums, grad_norm, term_norms, clock, time.perf_counter() - wall, learning_rate
-        )
-        if h.max_iterations is not None and int(self.iteration) >= h.max_iterations:
-            self.trainer.should_stop = True
+                    with clock.phase("update_render"):
+                        obs = self.minibatch_observation(buf, idx // S, idx % S)
+                    with clock.phase("update_optim"):
+                        batch = (
+                            flat_act[idx], flat_logp[idx], mb_adv[piece], flat_ret[idx], real,
+                            h.clip_coef, h.vf_coef, h.ent_coef,
+                        )  # fmt: skip
+                        logits, value = self.policy_forward(obs)
+                        losses = ppo_loss(logits, value, *batch)
+                        # Pieces are weighted by their share of the global minibatch, so the accumulated
+                        # gradient, averaged over ranks by DDP, is the minibatch's mean over all ranks.
+                        share = real_piece.numel() * self.trainer.world_size / total
+                        # DDP all-reduces once per minibatch, on its last piece: every rank then runs
+                        # the same collectives in the same order, however its samples split.
+                        self.piece = (obs, batch)  # for callbacks' on_before_backward
+                        with optimizer.toggle_model(sync_grad=i == len(pieces) - 1):
+                            self.manual_backward(losses["total"] * share)
+                        self.piece = None
+                        for k, v in losses.items():
+                            sums[k] = sums.get(k, 0) + v.detach() * real_piece.numel()
+                with clock.phase("update_optim"):
+                    # the norm before clipping: how far the clip shrinks each step (no host sync)
+                    grad_norms.append(
+                        torch.nn.utils.get_total_norm([p.grad for p in self.policy.parameters() if p.grad is not None])
+                    )
+                    self.clip_gradients(optimizer, gradient_clip_val=h.max_grad_norm, gradient_clip_algorithm="norm")
+                    optimizer.step()
+        return sums, torch.stack(grad_norms).mean() if grad_norms else None
 
     def log_iteration(
-        self, buf, advantage, returns, keep, sums, grad_norm: torch.Tensor | None,
-        term_norms: dict[str, torch.Tensor] | None, clock: PhaseClock, wall_s: float, learning_rate: float,
+        self, buf, advantage, returns, keep, sums, grad_norm: torch.Tensor | None, clock: PhaseClock, wall_s: float,
+        learning_rate: float,
     ) -> None:
         h = self.hparams
         valid = buf["valid"]
@@ -855,8 +850,7 @@ class PPO(LightningModule):
         metrics = {f"train/loss/{k}": v / processed for k, v in sums.items() if k not in ("approx_kl", "clip_fraction")}
         if grad_norm is not None:
             metrics["train/grad_norm"] = grad_norm.detach()
-            for term, norm in term_norms.items():
-                metrics[f"train/grad_norm/{term}"] = norm.detach()
+        metrics.update(self.iteration_metrics)  # the callbacks' scalars of this iteration
         metrics["train/approx_kl"] = sums.get("approx_kl", torch.tensor(0.0)) / processed
         metrics["train/clip_fraction"] = sums.get("clip_fraction", torch.tensor(0.0)) / processed
         value = buf["value"][valid]

@@ -70,3 +70,27 @@ def test_validate_shows_a_bar_per_density(trained, capsys):
                        "--trainer.logger.init_args.version=bar"])
     err = capsys.readouterr().err
     assert "eval @ 4 agents" in err and "eval @ 6 agents" in err and "2/2" in err
+
+
+def test_validate_without_a_sweep_in_the_config_runs_the_default_one(trained, monkeypatch, tmp_path):
+    """A config without a `DensitySweep` still evaluates under ``validate``: the CLI adds the
+    default sweep (here one made small, so the test stays quick)."""
+    import pictura.modules.cli as cli_module
+    from pictura.callbacks import DensitySweep
+
+    class SmallDefault(DensitySweep):
+        def __init__(self):
+            super().__init__(every_n_iterations=0, densities=[4], scenarios=1, steps=3, seed=3, plot=False)
+
+    monkeypatch.setattr(cli_module, "DensitySweep", SmallDefault)
+    root, _, _ = trained
+    ckpt = root / "tiny" / "fit" / "checkpoints" / "last.ckpt"
+    lines = CONFIG.format(root=tmp_path).splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "pictura.callbacks.DensitySweep" in line)
+    bare = tmp_path / "no_sweep.yaml"
+    bare.write_text("".join(lines[:at] + lines[at + 2:]))
+    cli = run_lightning_cli(["validate", "-c", str(bare), f"--ckpt_path={ckpt}"])
+    assert [type(c) for c in cli.trainer.callbacks if isinstance(c, DensitySweep)] == [SmallDefault]
+    logged = {k: float(v) for k, v in cli.trainer.callback_metrics.items()}
+    assert logged["val/eval/4/episodes"] >= 1
+    assert 0.0 <= logged["val/eval/4/goals"]
