@@ -396,6 +396,67 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/maps/test_procedural.py", "tests/maps/test_procedural_features.py"), "constant"),
 )  # fmt: skip
 
+FRESH_SET: tuple[Mutant, ...] = (
+    # ---- a sixth set (2026-12-06), planted before any test was written for it --------------
+    Mutant("parked_height_tolerance", "pictura/sim/events.py",
+           "if wp.dot(d, d) < reach * reach and wp.abs(q[2] - p[2]) < Z_TOLERANCE_M:",
+           "if wp.dot(d, d) < reach * reach and wp.abs(q[2] - p[2]) < 2.0 * Z_TOLERANCE_M:",
+           SIM_RULES + ("tests/sim/test_collision.py", "tests/sim/test_parked.py"), "comparison"),
+    Mutant("speed_euler_not_trapezoid", "pictura/sim/dynamics.py",
+           "v_new = snap_clip(v, v + 0.5 * (a_long_new + a_long) * dt, v_min, v_max)",
+           "v_new = snap_clip(v, v + a_long_new * dt, v_min, v_max)", ("tests/sim/test_dynamics.py",), "dropped"),
+    Mutant("arc_lateral_sign", "pictura/sim/dynamics.py", "y_new = y + s * dx + c * dy", "y_new = y + s * dx - c * dy",
+           ("tests/sim/test_dynamics.py",), "sign"),
+    Mutant("comfort_braking_ignored", "pictura/sim/rewards.py", "if wp.abs(a_long) > COMFORT_ACCEL:",
+           "if a_long > COMFORT_ACCEL:", SIM_RULES + ("tests/sim/test_rollout.py",), "dropped"),
+    Mutant("comfort_lateral_jerk_dropped", "pictura/sim/rewards.py",
+           "if wp.abs(state.jerk_long[slot]) > COMFORT_JERK or wp.abs(state.jerk_lat[slot]) > COMFORT_JERK:",
+           "if wp.abs(state.jerk_long[slot]) > COMFORT_JERK:", SIM_RULES + ("tests/sim/test_rollout.py",), "dropped"),
+    Mutant("segment_direction_lateral_sign", "pictura/envs/observations.py", "out[row, j, 4] = -s * u[0] + c * u[1]",
+           "out[row, j, 4] = s * u[0] + c * u[1]", ("tests/envs/test_vectorized_observation.py",), "sign"),
+    Mutant("partner_heading_sin_sign", "pictura/envs/observations.py",
+           "partners_out[row, j, 5] = wp.sin(h - heading)", "partners_out[row, j, 5] = wp.sin(heading - h)",
+           ("tests/envs/test_vectorized_observation.py",), "sign"),
+    Mutant("truncated_when_terminated", "pictura/envs/driving.py",
+           "truncated = (reset_slot & ~terminated).unsqueeze(-1)", "truncated = reset_slot.unsqueeze(-1)",
+           ("tests/envs/test_step_outputs.py", "tests/envs/test_driving_env.py"), "dropped"),
+    Mutant("entropy_mean_over_actions", "pictura/modules/ppo.py",
+           "entropy = -(log_probs.exp() * log_probs).sum(-1)", "entropy = -(log_probs.exp() * log_probs).mean(-1)",
+           WIRING + ("tests/modules/test_ppo.py",), "dropped"),
+    Mutant("next_value_not_shifted", "pictura/modules/ppo.py", 'buf["next_value"][:-1] = buf["value"][1:]',
+           'buf["next_value"][:-1] = buf["value"][:-1]', WIRING + ("tests/modules/test_ppo.py",), "swap"),
+    Mutant("filter_max_signed", "pictura/modules/ppo.py",
+           "max_abs = torch.where(valid, advantage.abs(), torch.zeros_like(advantage)).max()",
+           "max_abs = torch.where(valid, advantage, torch.zeros_like(advantage)).max()",
+           WIRING + ("tests/modules/test_ppo.py",), "dropped"),
+    Mutant("partner_by_centre_distance", "pictura/eval/metrics.py",
+           "gap = torch.sqrt(dx * dx + dy * dy) - radius[:, :K, None] - radius[:, None, :]",
+           "gap = torch.sqrt(dx * dx + dy * dy)", SIM_RULES + ("tests/eval/test_metrics.py",), "dropped"),
+    Mutant("km_per_infraction_per_episode", "pictura/eval/metrics.py",
+           '"km_per_infraction": ("distance_m", "infraction_episodes", 1e-3)',
+           '"km_per_infraction": ("distance_m", "episodes", 1e-3)', ("tests/eval/test_metrics.py",), "swap"),
+    Mutant("partner_halted_driving_swapped", "pictura/eval/metrics.py",
+           "code = torch.where(halted.bool()[slot], 0, 1)", "code = torch.where(halted.bool()[slot], 1, 0)",
+           ("tests/eval/test_metrics.py",), "table"),
+    Mutant("camera_ignores_ego_height", "pictura/render/cull.py",
+           "agent_box[step, slot, BoxCol.Z] + cam_extr[cam, 2],", "cam_extr[cam, 2],", RENDER, "dropped"),
+    Mutant("default_principal_y_by_width", "pictura/render/camera.py", "return 0.5 * self._width, 0.5 * self._height",
+           "return 0.5 * self._width, 0.5 * self._width", CONSTANTS + ("tests/render/test_camera.py",), "swap"),
+    Mutant("yellow_light_drawn_red", "pictura/render/palette.py", "LIGHT_COLOR[LIGHT_YELLOW] = (1.00, 0.85, 0.10)",
+           "LIGHT_COLOR[LIGHT_YELLOW] = (1.00, 0.08, 0.08)", RENDER, "table"),
+    Mutant("womd_go_as_yellow", "pictura/maps/womd/features.py", "6: LIGHT_GREEN,  # LANE_STATE_GO",
+           "6: LIGHT_YELLOW,  # LANE_STATE_GO", ("tests/maps/test_womd_features.py", "tests/maps/test_womd_json.py"),
+           "table"),
+    Mutant("opendrive_spiral_heading_half", "pictura/maps/opendrive/geometry.py",
+           "np.interp(ds, u, y), k0 * ds + 0.5 * rate * ds**2", "np.interp(ds, u, y), k0 * ds + rate * ds**2",
+           ("tests/maps/test_opendrive_geometry.py", "tests/maps/test_opendrive_junction.py"), "dropped"),
+    Mutant("procedural_turn_speed", "pictura/maps/procedural/town.py", "TURN_SPEED_LIMIT = 8.3", "TURN_SPEED_LIMIT = 13.9",
+           ("tests/maps/test_procedural.py", "tests/maps/test_procedural_features.py"), "constant"),
+)  # fmt: skip
+"""Twenty bugs planted across the same directories and kinds *before* any test was written for
+them, then run as they were (docs/testing.md, "Current result")."""
+MUTANTS = MUTANTS + FRESH_SET
+
 
 def _data_root() -> str | None:
     if os.environ.get("PICTURA_DATA"):
