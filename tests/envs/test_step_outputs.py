@@ -54,3 +54,31 @@ def test_done_reward_and_terminated_agree_with_the_terms_and_events():
         td = nxt
     assert saw_truncated  # the episode's end reached the flags
     assert saw_halted  # infractions happened, and their slots stayed halted in later steps
+
+
+def test_an_agent_that_terminates_as_its_world_resets_is_terminated_not_truncated():
+    # the early reset fires once a tenth of a world's agents halted: the step of a world's first
+    # infraction resets it, so the infracting slot ends by termination, the others by truncation
+    env = DrivingEnv(
+        seed=3, maps=[MAP], num_worlds=2, slots_per_world=10, agents_per_world=(6, 10),
+        observation=VectorizedObservationConfig(variant="privileged"),
+        sim=SimConfig(episode_length=100, early_reset_halted_fraction=0.1),
+    )  # fmt: skip
+    gen = torch.Generator().manual_seed(0)
+    td = env.reset()
+    both = False
+    for _ in range(EPISODE):
+        valid = td["valid"].reshape(-1)
+        action = SWERVES[torch.randint(0, 2, (env.num_slots,), generator=gen)]
+        td = env.step(td.set("action", action))
+        nxt = td["next"]
+        terminated, truncated = nxt["terminated"].reshape(2, 10), nxt["truncated"].reshape(2, 10)
+        assert not (terminated & truncated).any()
+        for w in range(2):
+            if terminated[w].any():
+                live = valid.reshape(2, 10)[w] & ~terminated[w]
+                if truncated[w].any():
+                    assert truncated[w][live].all()  # the world did reset in this step
+                    both = True
+        td = nxt
+    assert both  # some world reset on the step one of its agents terminated

@@ -334,3 +334,16 @@ def test_chunk_polyline_matches_closed_form() -> None:
     assert len(pieces) == 2
     np.testing.assert_allclose(pieces[0], [[0, 0], [6, 0]], atol=1e-12)
     np.testing.assert_allclose(pieces[1], [[6, 0], [6, 6]], atol=1e-12)
+
+
+def test_junction_turns_are_limited_to_8_3_m_s_and_roads_to_their_own_limit():
+    # docs/maps.md: speed_limit (13.9 m/s) on 2-lane roads, 1.2x on 4-lane, 1.4x on 6-lane roads,
+    # 8.3 m/s on junction turns and roundabout lanes
+    m = generate(**TOWNS["all_features"])
+    roads = np.array([13.9, 1.2 * 13.9, 1.4 * 13.9])
+    limit = m.lane_speed_limit
+    on_road = np.isclose(limit[:, None], roads[None], atol=1e-3).any(1)
+    turn = np.isclose(limit, 8.3, atol=1e-3)
+    assert np.all(on_road | turn)
+    assert not turn[m.lane_junction < 0].any()  # only junction lanes turn
+    assert turn[m.lane_junction >= 0].sum() >= 8  # and their turns do

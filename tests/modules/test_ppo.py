@@ -334,3 +334,40 @@ def test_padded_piece_gives_the_unpadded_loss():
     pad = ppo_loss(logits[padded], value[padded], action[padded], logp[padded], adv[padded], ret[padded], real)
     for key, v in plain.items():
         assert torch.allclose(v, pad[key], atol=1e-6), key
+
+
+def test_advantages_bootstrap_from_the_value_of_the_next_step():
+    # the GAE recursion (REFERENCE.md) by hand: delta_t = r_t + gamma V(o_{t+1}) - V(o_t), where
+    # V(o_{t+1}) is the value the policy gave the next step of the rollout (the final
+    # observation's for the last step, the pre-reset one's at a truncation)
+    model = _module(advantage_filter=False)
+    buf = model.collect_rollout(PhaseClock(torch.device("cpu")))
+    g, lam = model.hparams.gamma, model.hparams.gae_lambda
+    r, v = buf["reward"].double().numpy(), buf["value"].double().numpy()
+    nxt = np.concatenate([v[1:], buf["next_value"][-1:].double().numpy()])
+    term, trunc, nvalid = (buf[k].numpy() for k in ("terminated", "truncated", "next_valid"))
+    tv = buf["truncated_value"].double().numpy()
+    expected, running = np.zeros_like(v), np.zeros(v.shape[1])
+    for t in range(v.shape[0] - 1, -1, -1):
+        cut = term[t] | trunc[t] | ~nvalid[t]
+        boot = np.where(trunc[t] & ~term[t], tv[t], np.where(cut, 0.0, nxt[t]))
+        running = r[t] + g * boot - v[t] + g * lam * (~cut) * running
+        expected[t] = running
+    adv, _, _ = model.advantages(buf)
+    valid = buf["valid"].numpy()
+    assert (~(term | trunc) & nvalid & valid).any()
+    np.testing.assert_allclose(adv.double().numpy()[valid], expected[valid], rtol=1e-4, atol=1e-5)
+
+
+def test_the_advantage_filter_tracks_the_largest_magnitude_negative_ones_included():
+    # one-step episodes: A = r - V exactly; the largest |A| is a negative one
+    model = PPO(env=None, policy=None, rollout_steps=2, minibatch_size=4, advantage_filter=True)
+    reward = torch.tensor([[-9.0, 0.5, 0.001], [2.0, -0.05, 50.0]])
+    valid = torch.tensor([[True, True, True], [True, True, False]])  # the 50 is no transition
+    ones = torch.ones(2, 3, dtype=torch.bool)
+    buf = dict(reward=reward, value=torch.zeros(2, 3), next_value=torch.zeros(2, 3), terminated=ones,
+               truncated=~ones, next_valid=ones, valid=valid)  # fmt: skip
+    adv, _, keep = model.advantages(buf)
+    torch.testing.assert_close(adv, reward)
+    torch.testing.assert_close(model.filter.max_abs_ema, torch.tensor(9.0))  # the first rollout sets it
+    assert keep.tolist() == [[True, True, False], [True, False, False]]  # |A| >= 0.01 x 9

@@ -38,3 +38,21 @@ def test_off_centre_camera_on_a_turned_ego_sees_what_its_world_pose_projects(mou
     drawn = ~is_background(img)
     iou = (drawn & expected).sum() / (drawn | expected).sum()
     assert expected.sum() > 50 and iou >= 0.95
+
+
+def test_the_camera_rides_at_the_ego_height_plus_its_mount():
+    # ego and target on a deck 6 m up: the camera sits 1.5 m above the ego (7.5 m), so the target
+    # 12 m ahead projects as from 1.5 m, not from 1.5 m above the ground under the deck
+    camera = Camera("mounted", 0.0, 0.0, 1.5, 0.0)
+    rig = CameraRig(cameras=[camera], width=96, height=54)
+    renderer = Renderer([empty_map()], layout(1, 8), rig, antialias=False)
+    deck = 6.0
+    target = (12.0, 0.0, deck, 0.3, 4.5, 2.0, 1.6, AGENT_VEHICLE)
+    ego = (0.0, 0.0, deck, 0.0, 0.8, 0.8, 1.5, AGENT_VEHICLE)
+    img = render_one(renderer, boxes(8, {0: ego, 1: target}))[0]
+    cam_pos = np.array([0.0, 0.0, deck + 1.5])
+    hull = convex_hull(project(box_corners(*target[:7]), cam_pos, 0.0, rig.focal, *rig.principal))
+    expected = fill_polygon(hull, 96, 54)
+    drawn = ~is_background(img)
+    iou = (drawn & expected).sum() / (drawn | expected).sum()
+    assert expected.sum() > 50 and iou >= 0.95

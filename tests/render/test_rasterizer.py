@@ -11,10 +11,11 @@ from pictura.maps.roadmap import (
     AGENT_VEHICLE,
     LIGHT_GREEN,
     LIGHT_RED,
+    LIGHT_YELLOW,
     pack_polylines,
 )
 from pictura.render import Camera, CameraRig, Renderer
-from pictura.render.palette import AGENT_FACE_COLOR, GROUND, SKY, WALL, to_uint8
+from pictura.render.palette import AGENT_FACE_COLOR, GROUND, LIGHT_COLOR, SKY, WALL, to_uint8
 from pictura.sim.snapshot import WorldLayout
 from tests.render.conftest import boxes, empty_map, fill_polygon, front_silhouette, grown_by_one_pixel, layout
 
@@ -355,3 +356,18 @@ def test_occlusion_fraction_counts_walls():
     target = (25.0, 0.0, 0.0, np.pi, 2.0, 4.0, 2.0, AGENT_VEHICLE)
     frac = r.occlusion_fraction(boxes(4, {0: EGO, 1: target})[0], np.zeros(0, np.int32), 0, 1)
     assert frac == pytest.approx(0.5, abs=0.1)
+
+
+def test_each_light_state_is_drawn_in_its_own_colour():
+    # docs/renderer.md: a head facing the camera shows its state's colour (red, yellow, green)
+    light = dict(light_position=np.array([[12.0, 0.0, 3.0]], np.float32), light_heading=np.array([np.pi], np.float32))
+    lay = WorldLayout.uniform([0, 0, 0], 2, [1, 1, 1])
+    r = Renderer([empty_map(**light)], lay, CameraRig(cameras=[FRONT], width=96, height=54))
+    hist = boxes(6, {0: EGO, 2: EGO, 4: EGO})
+    states = np.array([[LIGHT_RED, LIGHT_YELLOW, LIGHT_GREEN]], np.int32)
+    img = r.render_numpy(hist, states, np.array([[0, 0], [0, 2], [0, 4]]))[:, 0].astype(int)
+    want = {"red": (1.00, 0.08, 0.08), "yellow": (1.00, 0.85, 0.10), "green": (0.10, 1.00, 0.35)}
+    for i, name in enumerate(want):
+        close = {k: (np.abs(img[i] - np.array(to_uint8(c), int)).max(-1) < 40).sum() for k, c in want.items()}
+        assert close[name] >= 2 and all(n == 0 for k, n in close.items() if k != name), (name, close)
+    assert np.allclose(LIGHT_COLOR[[LIGHT_RED, LIGHT_YELLOW, LIGHT_GREEN]], list(want.values()))

@@ -161,3 +161,8 @@ def test_hitting_a_parked_car_is_a_collision_unless_on_another_level():
     assert st["events"][0, 0] == 1 and st["terminated"][0] == 1
     st = _parked_world(10.0)  # the parked car is on an overpass 10 m up
     assert st["events"][0].tolist() == [0, 0, 0, 0]
+
+
+def test_a_parked_car_counts_within_4_m_in_height():
+    assert _parked_world(3.5)["events"][0, 0] == 1
+    assert _parked_world(5.0)["events"][0].tolist() == [0, 0, 0, 0]

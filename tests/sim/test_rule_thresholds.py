@@ -447,3 +447,34 @@ def test_struck_from_behind_means_the_partner_centre_behind_the_rear_bumper(part
     boxes = torch.tensor([_box(0, 0), _box(partner_x, 2.5), _box(60, 0)])
     got = collision_at_fault(torch.tensor([True, False, False]), torch.tensor([5.0, 5.0, 0.0]), boxes, 3)
     assert bool(got[0]) == at_fault
+
+
+@pytest.mark.parametrize(("steering", "uncomfortable"), [(0.02, False), (0.1, True)])
+def test_comfort_counts_a_lateral_jerk_over_5_m_s3(steering, uncomfortable):
+    # coasting at 10 m/s on a steering angle that no lateral acceleration holds: the wheel
+    # straightens by at most 0.06 rad in the step, so a_lat jumps from 0 to v^2 tan(delta) / 2.4
+    # (0 from 0.02 rad, 1.67 m/s^2 from 0.1 rad): a lateral jerk of 0 or 16.7 m/s^3, while the
+    # accelerations stay under 3 m/s^2 and the longitudinal jerk is 0
+    s0, s1 = _one_agent_step(-35.0, -10.0, 0.0, 10.0, lane=1, steering=steering)
+    a_lat, j_lat = float(s1.accel_lat.numpy()[0]), float(s1.jerk_lat.numpy()[0])
+    delta = steering - min(steering, 0.06)
+    assert a_lat == pytest.approx(100.0 * math.tan(delta) / 2.4, abs=1e-3)
+    assert j_lat == pytest.approx(a_lat / 0.1, abs=1e-2)
+    assert abs(float(s1.jerk_long.numpy()[0])) < 1e-4 and abs(float(s1.accel_long.numpy()[0])) < 1e-4
+    assert abs(a_lat) < 3.0 and (abs(j_lat) > 5.0) == uncomfortable
+    terms = dict(zip(REWARD_TERMS, s1.reward_terms.numpy()[0].astype(np.float64), strict=True))
+    expected = -float(s0.conditioning.numpy()[0, COND_COMFORT]) * float(uncomfortable)
+    assert terms["comfort"] == pytest.approx(expected, rel=1e-5, abs=1e-9)
+
+
+def test_the_collision_partner_is_the_nearest_box_by_the_gap_between_circumscribed_circles():
+    # ego 4 x 2 at 5 m/s; a bus 12 x 2.5 centred 9 m behind it and a 1 x 1 box 4 m ahead: by the
+    # gap between circumscribed circles the bus is nearer (it struck the ego from behind: not at
+    # fault), by the centres' distance the small box ahead would be (at fault)
+    ego, bus, small = _box(0, 0), _box(-9.0, 0.0, length=12.0, width=2.5), _box(4.0, 0.0, length=1.0, width=1.0)
+    radius = [0.5 * math.hypot(b[4], b[5]) for b in (ego, bus, small)]
+    gap_bus, gap_small = 9.0 - radius[0] - radius[1], 4.0 - radius[0] - radius[2]
+    assert gap_bus < gap_small  # the rule is consulted: the two orders disagree
+    boxes = torch.tensor([ego, bus, small, _box(60, 0)])
+    got = collision_at_fault(torch.tensor([True, False, False, False]), torch.tensor([5.0, 0.0, 0.0, 0.0]), boxes, 4)
+    assert not bool(got[0])
