@@ -127,25 +127,25 @@ def test_parked_fallback_beside_lanes_clear_of_edges():
         assert np.linalg.norm(edges[:, 0] + ab_e * te[:, None] - q, axis=1).min() < 0.05
 
 
-def _parked_world(parked_z: float):
-    """An agent at x = 17 driving +x at 10 m/s toward a parked car centred at x = 22."""
+def _parked_world(parked_z: float, x: float = 19.5, speed: float = 10.0, length: float = 3.0, parked_length=4.0):
+    """An agent at ``x`` driving +x at ``speed`` toward a parked car centred at x = 22."""
     cfg = vehicle_config(agents_per_world=(1, 1), parked_per_world=1)
     model, s0, s1, ctl = make_world([straight_map()], [0], 1, cfg)
     reset(model, s0, 0)
     box = s0.agent_box.numpy()
-    box[1] = box_row(x=22.0, y=-10.0, z=parked_z, heading=0.0, length=4.0, width=2.0, height=1.5, kind=0.0)
+    box[1] = box_row(x=22.0, y=-10.0, z=parked_z, heading=0.0, length=parked_length, width=2.0, height=1.5, kind=0.0)
     set_slots(
         s0,
         agent_box=box,
         valid=[1],
         halted=[0],
-        pos=[[19.5, -10.0, 0.0]],
+        pos=[[x, -10.0, 0.0]],
         heading=[0.0],
-        speed=[10.0],
+        speed=[speed],
         accel_long=[0.0],
         accel_lat=[0.0],
         steering=[0.0],
-        length=[3.0],
+        length=[length],
         width=[1.5],
         goal=np.full((1, 3, 3), 1000.0),
         goal_index=[0],
@@ -166,3 +166,12 @@ def test_hitting_a_parked_car_is_a_collision_unless_on_another_level():
 def test_a_parked_car_counts_within_4_m_in_height():
     assert _parked_world(3.5)["events"][0, 0] == 1
     assert _parked_world(5.0)["events"][0].tolist() == [0, 0, 0, 0]
+
+
+def test_a_fast_car_cannot_pass_through_a_thin_parked_car():
+    """At 40 m/s a 1 m car moves 4 m in a step: from 19.0-20.0 m to 23.0-24.0 m, clear of a
+    0.5 m parked box at 21.75-22.25 m at both poses; the swept test still hits it."""
+    end_rear = 19.5 + 40.0 * 0.1 - 0.5  # zero jerk and acceleration: 4 m in the 0.1 s step
+    assert 19.5 + 0.5 < 22.0 - 0.25 and end_rear > 22.0 + 0.25  # clear of the box at both poses
+    st = _parked_world(0.0, x=19.5, speed=40.0, length=1.0, parked_length=0.5)
+    assert st["events"][0, 0] == 1 and st["terminated"][0] == 1
