@@ -147,6 +147,15 @@ def step(model: Model, state_in: State, control: Control, state_out: State) -> N
     _finish(model, state_out)
 
 
+def _respawn_whole(model: Model, state: State) -> None:
+    """Respawn the worlds whose clocks were just reset, in place, and make the ``final_*``
+    arrays equal the regular ones (the tail of `reset` and `reset_worlds`)."""
+    _respawn(model, state, state, from_step=0)
+    _finish(model, state)
+    for name in _FINAL:
+        wp.copy(getattr(state, "final_" + name), getattr(state, name))
+
+
 def reset(model: Model, state: State, seed: int) -> None:
     """Reset every world of ``state`` from ``seed`` (episode counters back to 0), through the
     same respawn code as the masked resets inside `step`; the ``final_*`` arrays equal the
@@ -161,10 +170,7 @@ def reset(model: Model, state: State, seed: int) -> None:
         outputs=[state.data],
         device=model.device,
     )
-    _respawn(model, state, state, from_step=0)
-    _finish(model, state)
-    for name in _FINAL:
-        wp.copy(getattr(state, "final_" + name), getattr(state, name))
+    _respawn_whole(model, state)
 
 
 def reset_worlds(model: Model, state: State, world_mask: wp.array) -> None:
@@ -186,10 +192,28 @@ def reset_worlds(model: Model, state: State, world_mask: wp.array) -> None:
                 f"{model.layout.worlds_per_block} world records of a block together"
             )
     wp.launch(kernels.reset_worlds_clock_kernel, W, inputs=[model.data, world_mask], outputs=[state.data], device=model.device)
-    _respawn(model, state, state, from_step=0)
-    _finish(model, state)
-    for name in _FINAL:
-        wp.copy(getattr(state, "final_" + name), getattr(state, name))
+    _respawn_whole(model, state)
+
+
+def _probe_rows(values: np.ndarray, width: int, name: str) -> np.ndarray:
+    """``values`` as contiguous float32 ``(N, width)`` rows; ``ValueError`` naming ``name``."""
+    rows = np.ascontiguousarray(values, np.float32)
+    if rows.ndim != 2 or rows.shape[1] != width:
+        raise ValueError(f"{name} must be (N, {width}), got {rows.shape}")
+    return rows
+
+
+def _check_map_index(model: Model, map_index: int) -> int:
+    if not 0 <= map_index < len(model.map_names):
+        raise ValueError(f"map_index {map_index} outside 0..{len(model.map_names) - 1}")
+    return int(map_index)
+
+
+def _run_probe(kernel, n: int, inputs: list, device) -> np.ndarray:
+    """Launch a one-flag-per-row probe kernel over ``n`` rows: ``(n,)`` bool."""
+    out = wp.zeros(n, dtype=wp.int32, device=device)
+    wp.launch(kernel, n, inputs=inputs, outputs=[out], device=device)
+    return out.numpy().astype(bool)
 
 
 def boxes_overlap(boxes_a: np.ndarray, boxes_b: np.ndarray, device: str = "cpu") -> np.ndarray:
@@ -201,35 +225,18 @@ def boxes_overlap(boxes_a: np.ndarray, boxes_b: np.ndarray, device: str = "cpu")
     b = np.ascontiguousarray(boxes_b, np.float32)
     if a.ndim != 2 or a.shape[1] != 5 or a.shape != b.shape:
         raise ValueError(f"boxes_a/boxes_b must both be (N, 5), got {a.shape} and {b.shape}")
-    out = wp.zeros(len(a), dtype=wp.int32, device=device)
-    wp.launch(
-        kernels.oriented_boxes_overlap_kernel,
-        len(a),
-        inputs=[wp.array(a, dtype=float, device=device), wp.array(b, dtype=float, device=device)],
-        outputs=[out],
-        device=device,
-    )
-    return out.numpy().astype(bool)
+    inputs = [wp.array(a, dtype=float, device=device), wp.array(b, dtype=float, device=device)]
+    return _run_probe(kernels.oriented_boxes_overlap_kernel, len(a), inputs, device)
 
 
 def swept_offroad(model: Model, map_index: int, poses: np.ndarray, walls_only: bool = False) -> np.ndarray:
     """Off-road rule on ``(N, 10)`` rows (x0, y0, z0, heading0, x1, y1, z1, heading1, length,
     width) against map ``map_index``'s road edges and walls (walls only with ``walls_only``,
     the pedestrian wall-collision test): ``(N,)`` bool."""
-    p = np.ascontiguousarray(poses, np.float32)
-    if p.ndim != 2 or p.shape[1] != 10:
-        raise ValueError(f"poses must be (N, 10), got {p.shape}")
-    if not 0 <= map_index < len(model.map_names):
-        raise ValueError(f"map_index {map_index} outside 0..{len(model.map_names) - 1}")
-    out = wp.zeros(len(p), dtype=wp.int32, device=model.device)
-    wp.launch(
-        kernels.offroad_probe_kernel,
-        len(p),
-        inputs=[model.data, int(map_index), wp.array(p, dtype=float, device=model.device), int(walls_only)],
-        outputs=[out],
-        device=model.device,
-    )
-    return out.numpy().astype(bool)
+    p = _probe_rows(poses, 10, "poses")
+    m = _check_map_index(model, map_index)
+    inputs = [model.data, m, wp.array(p, dtype=float, device=model.device), int(walls_only)]
+    return _run_probe(kernels.offroad_probe_kernel, len(p), inputs, model.device)
 
 
 def swept_boxes_overlap(rows: np.ndarray, device: str = "cpu") -> np.ndarray:
@@ -237,37 +244,17 @@ def swept_boxes_overlap(rows: np.ndarray, device: str = "cpu") -> np.ndarray:
     heading1, length, width, then box B's the same: ``(N,)`` bool, True where the two boxes,
     each moving from pose 0 to pose 1 during a step, overlap at some moment. The same Warp
     function the collision rule uses (exposed for tests and tools)."""
-    r = np.ascontiguousarray(rows, np.float32)
-    if r.ndim != 2 or r.shape[1] != 16:
-        raise ValueError(f"rows must be (N, 16), got {r.shape}")
-    out = wp.zeros(len(r), dtype=wp.int32, device=device)
-    wp.launch(
-        kernels.swept_boxes_probe_kernel,
-        len(r),
-        inputs=[wp.array(r, dtype=float, device=device)],
-        outputs=[out],
-        device=device,
-    )
-    return out.numpy().astype(bool)
+    r = _probe_rows(rows, 16, "rows")
+    return _run_probe(kernels.swept_boxes_probe_kernel, len(r), [wp.array(r, dtype=float, device=device)], device)
 
 
 def centre_on_drivable(model: Model, map_index: int, points: np.ndarray) -> np.ndarray:
     """The off-road centre test on ``(N, 3)`` points against map ``map_index``: ``(N,)`` bool,
     True where the point lies on the drivable area (`centre_on_drivable_map`)."""
-    p = np.ascontiguousarray(points, np.float32)
-    if p.ndim != 2 or p.shape[1] != 3:
-        raise ValueError(f"points must be (N, 3), got {p.shape}")
-    if not 0 <= map_index < len(model.map_names):
-        raise ValueError(f"map_index {map_index} outside 0..{len(model.map_names) - 1}")
-    out = wp.zeros(len(p), dtype=wp.int32, device=model.device)
-    wp.launch(
-        kernels.drivable_probe_kernel,
-        len(p),
-        inputs=[model.data, int(map_index), wp.array(p, dtype=wp.vec3, device=model.device)],
-        outputs=[out],
-        device=model.device,
-    )
-    return out.numpy().astype(bool)
+    p = _probe_rows(points, 3, "points")
+    m = _check_map_index(model, map_index)
+    inputs = [model.data, m, wp.array(p, dtype=wp.vec3, device=model.device)]
+    return _run_probe(kernels.drivable_probe_kernel, len(p), inputs, model.device)
 
 
 def slot_utilisation(state: State) -> float:
