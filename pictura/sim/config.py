@@ -82,7 +82,10 @@ def conditioning_table(overrides: Mapping[str, Mapping[str, Any]] | None = None)
         unknown = sorted(set(fields) - set(_ROW_FIELDS))
         if unknown:
             raise ValueError(f"SimConfig.conditioning[{name!r}]: unknown field(s) {unknown}; fields: {_ROW_FIELDS}")
-        typed = {k: (str(v) if k == "kind" else float(v)) for k, v in fields.items()}
+        try:
+            typed = {k: (str(v) if k == "kind" else float(v)) for k, v in fields.items()}
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"SimConfig.conditioning[{name!r}]: low and high must be numbers ({err})") from None
         rows[name] = replace(rows[name], **typed)
     return tuple(rows[name] for name in CONDITIONING_NAMES)
 

@@ -134,6 +134,7 @@ def test_a_coefficient_is_changed_by_name_without_restating_the_table():
         ({"alpha_colision": {"low": 1.0}}, "unknown coefficient 'alpha_colision'.*alpha_collision"),
         ({"alpha_collision": {"lo": 1.0}}, r"alpha_collision.*unknown field.*'lo'"),
         ({"alpha_collision": 1.0}, r"conditioning\['alpha_collision'\] must map fields"),
+        ({"alpha_collision": {"low": "half"}}, r"conditioning\['alpha_collision'\]: low and high must be numbers"),
     ],
 )
 def test_a_misspelt_coefficient_is_an_error_naming_it(overrides, message):
