@@ -70,6 +70,8 @@ def overrides(args: argparse.Namespace, root: str) -> list[str]:
             out.append(f"{env}.{flag}={value}")
     if args.slots:
         out.append(f"{env}.agents_per_world=[1, {min(120, args.slots)}]")
+    if args.worlds or args.slots:  # a resized pool: fixed worlds (the configs' blocks need 4,096-slot multiples)
+        out.append(f"{env}.block_slots=0")
     if args.width:
         out += [f"{env}.rig.init_args.width={args.width}", f"{env}.rig.init_args.height={args.height}"]
     for flag, value in (("rollout_steps", args.rollout), ("minibatch_size", args.minibatch), ("chunk_size", args.chunk)):
@@ -118,6 +120,19 @@ def time_env_and_render(model, args: argparse.Namespace, device: torch.device) -
             )
         )
     return rows
+
+
+class IterationLog(Callback):
+    """Every iteration's agent-steps/s, so the first iterations' one-off costs (torch.compile,
+    cuDNN autotuning, new padded batch sizes) are visible beside the reported last one."""
+
+    def __init__(self):
+        self.agent_steps_per_s: list[float] = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        value = trainer.callback_metrics.get("perf/agent_steps_per_s")
+        if value is not None:
+            self.agent_steps_per_s.append(round(float(value), 1))
 
 
 class IterationProfiler(Callback):
@@ -179,6 +194,8 @@ def main(argv: list[str] | None = None) -> None:
         argv_cli = ["fit", *configs, *overrides(args, root)]
         t0 = time.perf_counter()
         cli = run_lightning_cli(argv_cli, run=False)
+        log = IterationLog()
+        cli.trainer.callbacks.append(log)
         if args.torch_profile:  # the last iteration; its timing then includes the profiler's overhead
             cli.trainer.callbacks.append(IterationProfiler(args.iterations - 1, args.torch_profile))
         cli.trainer.fit(cli.model)
@@ -199,6 +216,7 @@ def main(argv: list[str] | None = None) -> None:
             agent_steps_per_s=float(metrics["perf/agent_steps_per_s"]),
             seconds={k.split("/")[-1]: float(v) for k, v in metrics.items() if k.startswith("perf/seconds/")},
             iterations=args.iterations,
+            agent_steps_per_s_by_iteration=log.agent_steps_per_s,
             fit_seconds_incl_compile=fit_seconds,
             valid_fraction=float(metrics["train/valid_fraction"]),
             peak_mem_gib=device_used_gib(device),
