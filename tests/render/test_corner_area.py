@@ -90,14 +90,14 @@ def cases(rng: np.random.Generator) -> dict[str, list[list[tuple[float, float, f
     return out
 
 
-def run(lines: np.ndarray, points: np.ndarray) -> np.ndarray:
+def run(lines: np.ndarray, points: np.ndarray, device: str = "cpu") -> np.ndarray:
     """`stored_lines_coverage` of each case's BOX_LINES stored lines (cases, BOX_LINES, 4) at its
-    grid point (cases, 2), on the CPU."""
-    out = wp.zeros(len(points), dtype=float, device="cpu")
+    grid point (cases, 2), on ``device``."""
+    out = wp.zeros(len(points), dtype=float, device=device)
     wp.launch(
         coverage_kernel, len(points),
-        [wp.array(lines.reshape(-1, 4), dtype=wp.vec4, device="cpu"), wp.array(points, dtype=wp.vec2i, device="cpu"), out],
-        device="cpu",
+        [wp.array(lines.reshape(-1, 4), dtype=wp.vec4, device=device), wp.array(points, dtype=wp.vec2i, device=device), out],
+        device=device,
     )  # fmt: skip
     return out.numpy()
 
@@ -155,3 +155,13 @@ def test_corner_coverage_hand_cases():
     lines, exact, _ = store(all_lines, np.random.default_rng(0), (0, 0))
     np.testing.assert_allclose(exact, [0.25, 0.0, 0.5, 0.5])
     np.testing.assert_allclose(run(lines, np.zeros((4, 2), np.int32)), exact, atol=WITHIN)
+
+
+@pytest.mark.gpu
+def test_corner_coverage_is_the_clipped_area_on_cuda():
+    # The CUDA build: fast math (approximate reciprocals, a few ulp), rounding intrinsics for
+    # the vertices' terms, the lines loaded through the read-only cache.
+    rng = np.random.default_rng(47)
+    all_lines = [lines for kind in cases(rng).values() for lines in kind]
+    lines, exact, _ = store(all_lines, rng, (0, 0))
+    np.testing.assert_allclose(run(lines, np.zeros((len(all_lines), 2), np.int32), "cuda"), exact, atol=4.0 * WITHIN)
