@@ -440,52 +440,166 @@ def lines_across(lines: wp.uint64, base: int, x: float, y: float) -> int:
     ...
 
 
-@wp.func_native(f"""
+@wp.func_native("""
 const float* p = reinterpret_cast<const float*>(lines) + 4 * (size_t)base;
-// The pixel square around its grid point, counter-clockwise in (across, down) offsets, and the
-// polygon each clip leaves: a convex polygon gains at most one vertex per line.
-float ux[{BOX_LINES + 4}], uy[{BOX_LINES + 4}], vx[{BOX_LINES + 4}], vy[{BOX_LINES + 4}];
-ux[0] = -0.5f; uy[0] = -0.5f; ux[1] = 0.5f; uy[1] = -0.5f;
-ux[2] = 0.5f; uy[2] = 0.5f; ux[3] = -0.5f; uy[3] = 0.5f;
-int n = 4;
-for (int k = 0; k < {BOX_LINES}; ++k) {{
-    if (((cut >> k) & 1) == 0) continue;
-    const float* l = p + 4 * k;
-    const float gu = l[1];
-    const float gv = l[2];
-    const float s = (l[0] + x * gu) + y * gv;
-    int m = 0;
-    for (int i = 0; i < n; ++i) {{
-        const int j = i + 1 == n ? 0 : i + 1;
-        const float fi = s + ux[i] * gu + uy[i] * gv;
-        const float fj = s + ux[j] * gu + uy[j] * gv;
-        if (fi <= 0.0f) {{ vx[m] = ux[i]; vy[m] = uy[i]; ++m; }}
-        if ((fi <= 0.0f) != (fj <= 0.0f)) {{
-            const float a = fi / (fi - fj);
-            vx[m] = ux[i] + a * (ux[j] - ux[i]);
-            vy[m] = uy[i] + a * (uy[j] - uy[i]);
-            ++m;
-        }}
-    }}
-    if (m < 3) return 0.0f;
-    n = m;
-    for (int i = 0; i < n; ++i) {{ ux[i] = vx[i]; uy[i] = vy[i]; }}
-}}
-float twice = 0.0f;
-for (int i = 0; i < n; ++i) {{
-    const int j = i + 1 == n ? 0 : i + 1;
-    twice += ux[i] * uy[j] - ux[j] * uy[i];
-}}
-const float area = 0.5f * (twice < 0.0f ? -twice : twice);
-return area < 1.0f ? area : 1.0f;
+#if defined(__CUDA_ARCH__)
+// IEEE round-to-nearest intrinsics: fast math neither fuses nor reorders them, so a vertex's
+// coordinates have the same bits wherever they are formed.
+#define PCA_MUL(a, b) __fmul_rn((a), (b))
+#define PCA_SUB(a, b) __fsub_rn((a), (b))
+#define PCA_FMA(a, b, c) __fmaf_rn((a), (b), (c))
+#define PCA_LOW(m) (__ffs(m) - 1)
+#define PCA_MIN(a, b) fminf((a), (b))
+#define PCA_MAX(a, b) fmaxf((a), (b))
+#define PCA_LINE(i, gu, gv, s) { \\
+    const float4 w4 = __ldg(reinterpret_cast<const float4*>(p) + (i)); \\
+    gu = w4.y; gv = w4.z; s = PCA_FMA(y, gv, PCA_FMA(x, gu, w4.x)); }
+#else
+#define PCA_MUL(a, b) ((a) * (b))
+#define PCA_SUB(a, b) ((a) - (b))
+#define PCA_FMA(a, b, c) ((a) * (b) + (c))
+#define PCA_LOW(m) __builtin_ctz((unsigned int)(m))
+#define PCA_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define PCA_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define PCA_LINE(i, gu, gv, s) { \\
+    const float* w4 = p + 4 * (i); gu = w4[1]; gv = w4[2]; s = PCA_FMA(y, gv, PCA_FMA(x, gu, w4[0])); }
+#endif
+float area;
+{
+#if defined(__clang__) && !defined(__CUDA_ARCH__)
+#pragma clang fp contract(off) reassociate(off)
+#endif
+// Offsets (u, v) from the pixel's grid point, across and down. A cut line c is f = s + gu u +
+// gv v <= 0 inside (s: its value at the grid point); the square's sides are R: u = 1/2,
+// L: u = -1/2, B: v = -1/2, T: v = 1/2. Each side's piece inside every cut line is an interval
+// of the coordinate it runs along counter-clockwise (R: v, B: u, L: -v, T: -u), at distance 1/2
+// from the grid point: it adds a quarter of its length.
+float r_lo = -0.5f, r_hi = 0.5f, l_lo = -0.5f, l_hi = 0.5f, b_lo = -0.5f, b_hi = 0.5f, t_lo = -0.5f, t_hi = 0.5f;
+#if defined(__CUDA_ARCH__)
+#pragma unroll 1
+#endif
+for (int m = cut; m != 0; m &= m - 1) {
+    float gu, gv, s;
+    PCA_LINE(PCA_LOW(m), gu, gv, s);
+    const float q_r = PCA_FMA(0.5f, gu, s), q_l = PCA_FMA(-0.5f, gu, s);
+    if (fabsf(gv) > 1.0e-20f) {
+        const float inv = 1.0f / gv;
+        const float v_r = -PCA_MUL(q_r, inv), v_l = -PCA_MUL(q_l, inv);  // crossings (1/2, v_r), (-1/2, v_l)
+        if (gv > 0.0f) { r_hi = PCA_MIN(r_hi, v_r); l_lo = PCA_MAX(l_lo, -v_l); }
+        else { r_lo = PCA_MAX(r_lo, v_r); l_hi = PCA_MIN(l_hi, -v_l); }
+    } else {
+        // parallel: the side lies inside the line or not
+        if (q_r > 0.0f) r_hi = -1.0f;
+        if (q_l > 0.0f) l_hi = -1.0f;
+    }
+    const float q_b = PCA_FMA(-0.5f, gv, s), q_t = PCA_FMA(0.5f, gv, s);
+    if (fabsf(gu) > 1.0e-20f) {
+        const float inv = 1.0f / gu;
+        const float u_b = -PCA_MUL(q_b, inv), u_t = -PCA_MUL(q_t, inv);  // crossings (u_b, -1/2), (u_t, 1/2)
+        if (gu > 0.0f) { b_hi = PCA_MIN(b_hi, u_b); t_lo = PCA_MAX(t_lo, -u_t); }
+        else { b_lo = PCA_MAX(b_lo, u_b); t_hi = PCA_MIN(t_hi, -u_t); }
+    } else {
+        if (q_b > 0.0f) b_hi = -1.0f;
+        if (q_t > 0.0f) t_hi = -1.0f;
+    }
+}
+area = 0.25f * (PCA_MAX(r_hi - r_lo, 0.0f) + PCA_MAX(l_hi - l_lo, 0.0f) + PCA_MAX(b_hi - b_lo, 0.0f) + PCA_MAX(t_hi - t_lo, 0.0f));
+// Each cut line's piece, run with the inside on its left, along d = (-gv, gu): a point X of it
+// at tau = d . X = gu X_v - gv X_u; the piece [lo, hi] lies at distance -s / |g| from the grid
+// point and adds -s (hi - lo) / (2 |g|^2). Its crossings with the sides are the first pass's,
+// to the bit.
+#if defined(__CUDA_ARCH__)
+#pragma unroll 1
+#endif
+for (int m = cut; m != 0; m &= m - 1) {
+    const int c = PCA_LOW(m);
+    float gu, gv, s;
+    PCA_LINE(c, gu, gv, s);
+    float lo = -1.0e30f, hi = 1.0e30f;
+    const float q_r = PCA_FMA(0.5f, gu, s), q_l = PCA_FMA(-0.5f, gu, s);
+    if (fabsf(gv) > 1.0e-20f) {
+        const float inv = 1.0f / gv;
+        const float tau_r = PCA_FMA(gu, -PCA_MUL(q_r, inv), -0.5f * gv);
+        const float tau_l = PCA_FMA(gu, -PCA_MUL(q_l, inv), 0.5f * gv);
+        if (gv > 0.0f) { lo = tau_r; hi = tau_l; }
+        else { lo = tau_l; hi = tau_r; }
+    } else if (gu > 0.0f ? (q_r <= 0.0f || q_l > 0.0f) : (q_r > 0.0f || q_l <= 0.0f)) {
+        // parallel to R and L: a side and a line with the same inside keep the stricter (the
+        // side where they coincide), with opposite insides both or neither
+        hi = -1.0e30f;
+    }
+    const float q_b = PCA_FMA(-0.5f, gv, s), q_t = PCA_FMA(0.5f, gv, s);
+    if (fabsf(gu) > 1.0e-20f) {
+        const float inv = 1.0f / gu;
+        const float tau_b = PCA_FMA(-gv, -PCA_MUL(q_b, inv), -0.5f * gu);
+        const float tau_t = PCA_FMA(-gv, -PCA_MUL(q_t, inv), 0.5f * gu);
+        if (gu > 0.0f) { lo = PCA_MAX(lo, tau_b); hi = PCA_MIN(hi, tau_t); }
+        else { lo = PCA_MAX(lo, tau_t); hi = PCA_MIN(hi, tau_b); }
+    } else if (gv > 0.0f ? (q_t <= 0.0f || q_b > 0.0f) : (q_t > 0.0f || q_b <= 0.0f)) {
+        hi = -1.0e30f;
+    }
+    // The other cut lines: each vertex's terms are exactly antisymmetric in the pair (products
+    // rounded alone), so both of its lines end their pieces at the same point X.
+#if defined(__CUDA_ARCH__)
+#pragma unroll 1
+#endif
+    for (int mj = cut & ~(1 << c); mj != 0; mj &= mj - 1) {
+        const int j = PCA_LOW(mj);
+        float guj, gvj, sj;
+        PCA_LINE(j, guj, gvj, sj);
+        const float det = PCA_SUB(PCA_MUL(gu, gvj), PCA_MUL(gv, guj));
+        if (fabsf(det) > 1.0e-20f) {
+            const float inv = 1.0f / fabsf(det);
+            const float nu = PCA_SUB(PCA_MUL(gv, sj), PCA_MUL(gvj, s));
+            const float nv = PCA_SUB(PCA_MUL(guj, s), PCA_MUL(gu, sj));
+            const float xu = PCA_MUL(det > 0.0f ? nu : -nu, inv);
+            const float xv = PCA_MUL(det > 0.0f ? nv : -nv, inv);
+            const float tau = gu * xv - gv * xu;
+            // f_j grows along d where cross(g, g_j) = det > 0: X ends the piece
+            if (det > 0.0f) hi = PCA_MIN(hi, tau); else lo = PCA_MAX(lo, tau);
+        } else {
+            // parallel: with the same inside the stricter (larger s / |g|) is kept, the lower
+            // index where they coincide; with opposite insides both or neither
+            const float gc = sqrtf(PCA_FMA(gu, gu, PCA_MUL(gv, gv)));
+            const float gj = sqrtf(PCA_FMA(guj, guj, PCA_MUL(gvj, gvj)));
+            const float hc = PCA_MUL(s, gj), hj = PCA_MUL(sj, gc);
+            const bool keep = PCA_FMA(gu, guj, PCA_MUL(gv, gvj)) > 0.0f ? (hc > hj || (hc == hj && c < j))
+                                                                         : hc + hj <= 0.0f;
+            if (!keep) hi = -1.0e30f;
+        }
+    }
+    if (hi > lo) area += (-0.5f * s / (gu * gu + gv * gv)) * (hi - lo);
+}
+}
+#undef PCA_MUL
+#undef PCA_SUB
+#undef PCA_FMA
+#undef PCA_LOW
+#undef PCA_MIN
+#undef PCA_MAX
+#undef PCA_LINE
+return area < 0.0f ? 0.0f : (area < 1.0f ? area : 1.0f);
 """)
 def clipped_pixel_area(lines: wp.uint64, base: int, x: float, y: float, cut: int) -> float:
     """Exact area of the pixel at grid point (x, y) inside every stored line whose bit is set in
-    ``cut`` (`lines_across`): the pixel square clipped by each line in turn (Sutherland-Hodgman),
-    then the shoelace sum. The silhouette is convex, the intersection of its edges' insides, so
-    this is its area in the pixel wherever two or more edges cross it: at a corner of any angle,
-    or where a sliver's two sides pass through the same pixel. Native code: the polygon lives in
-    small local arrays, which only such pixels touch."""
+    ``cut`` (`lines_across`), in registers. The region K (the pixel square inside every such
+    line) is convex, and its area is Green's 1/2 of the loop integral of u dv - v du over its
+    boundary (u, v: offsets from the grid point). Each side of the square and each cut line
+    gives one straight piece of that boundary, the interval of it inside all the others (a 1-D
+    clip: one bound per crossing), and a piece at signed distance h from the grid point adds h
+    times its length over 2. A first pass clips the four sides, a second each cut line.
+
+    The silhouette is convex, the intersection of its edges' insides, so this is its area in the
+    pixel wherever two or more edges cross it: at a corner of any angle, or where a sliver's two
+    sides pass through the same pixel. The two pieces that meet at a vertex take it from the same
+    bits: a line's crossing with a side is formed alike in both passes, and a crossing of two
+    lines from terms exactly antisymmetric in the pair (each product rounded alone, in
+    round-to-nearest intrinsics that fast math may neither fuse nor reorder). So the pieces
+    close up even where two lines run nearly parallel and their crossing is ill-conditioned.
+    Of two exactly parallel pieces with the same inside only the stricter counts (one of two
+    coincident ones). The loops run over the cut lines' bits and reload each line (an L1 hit
+    after `lines_across`): no arrays, so no local memory, which a polygon clip's dynamically
+    indexed vertex lists need."""
     ...
 
 
@@ -499,8 +613,8 @@ def stored_lines_coverage(lines: wp.uint64, base: int, pixel: int) -> float:
     The pixel spans it +- its stored reach (1 + b) / 2 (b: the line's smaller change per step,
     its larger being 1), so a first pass tells per line whether the pixel lies wholly outside
     it (off the box: 0), wholly inside, or across it (`lines_across`). One line across the
-    pixel gives its half-plane's area (`half_plane_area`); two or more, the pixel square
-    clipped by each of them (`clipped_pixel_area`).
+    pixel gives its half-plane's area (`half_plane_area`); two or more, the area of the pixel
+    square inside all of them (`clipped_pixel_area`).
 
     No face is needed: the lines are the silhouette's own, so a sliver's far edge, a side seen
     nearly edge-on and a roof seen from just above come out as exact as a face seen head-on.
