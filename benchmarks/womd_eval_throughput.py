@@ -42,8 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from pictura.maps.sources import data_root  # noqa: E402
-from pictura.maps.womd.index import SceneReader, index_womd, with_scenario_id  # noqa: E402
-from pictura.maps.womd.tfrecord import write_tfrecord  # noqa: E402
+from pictura.maps.womd.index import SceneReader, index_womd, write_renamed_records  # noqa: E402
 
 WOMD_VALIDATION_SCENES = 44_097
 RECORDS_PER_SHARD = 500
@@ -59,7 +58,7 @@ def write_synthetic_shards(folder: Path, scenes: int) -> list[Path]:
     for k in range(shards):
         ids = range(k * RECORDS_PER_SHARD, min(scenes, (k + 1) * RECORDS_PER_SHARD))
         path = folder / f"validation.tfrecord-{k:05d}-of-{shards:05d}"
-        write_tfrecord(path, [with_scenario_id(record, f"synthetic-{i:06d}") for i in ids])
+        write_renamed_records(path, record, (f"synthetic-{i:06d}" for i in ids))
         paths.append(path)
     return paths
 

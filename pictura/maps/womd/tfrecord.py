@@ -69,8 +69,7 @@ def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
 
 def masked_crc32c(data: bytes | bytearray | memoryview) -> int:
     """The TFRecord-masked CRC-32C of ``data``."""
-    crc = crc32c(data)
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _TFRECORD_MASK_DELTA) & 0xFFFFFFFF
+    return mask_crc(crc32c(data))
 
 
 def read_tfrecord(path: str | Path) -> list[bytes]:
@@ -112,10 +111,18 @@ def read_tfrecord(path: str | Path) -> list[bytes]:
     return records
 
 
-def tfrecord_frame(data: bytes) -> bytes:
-    """One TFRecord frame (length, its masked CRC, data, the data's masked CRC)."""
+def mask_crc(crc: int) -> int:
+    """TFRecord's masking of a CRC-32C value (see the module docstring)."""
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _TFRECORD_MASK_DELTA) & 0xFFFFFFFF
+
+
+def tfrecord_frame(data: bytes, crc: int | None = None) -> bytes:
+    """One TFRecord frame (length, its masked CRC, data, the data's masked CRC). ``crc``: the
+    CRC-32C of ``data`` when the caller already has it (`crc32c` continues a CRC over appended
+    bytes, so copies of one record that differ in a suffix need not checksum it again)."""
     header = struct.pack("<Q", len(data))
-    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
+    data_crc = masked_crc32c(data) if crc is None else mask_crc(crc)
+    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", data_crc)
 
 
 def write_tfrecord(path: str | Path, records: list[bytes]) -> None:
