@@ -1,6 +1,8 @@
 """`ReplayDrivingEnv`: `DrivingEnv` over logged scenes (the zero-shot WOMD protocol).
 
-One world per scene. The paper's selection (`pictura.maps.womd.selection.womd_selection`) picks
+One world per scene, sized to the scene: world w owns exactly the slots of its kept road users
+(a `WorldLayout.sized` layout), so scenes of 5 and 120 road users batch without padding. The
+paper's selection (`pictura.maps.womd.selection.womd_selection`) picks
 the controlled vehicles (valid at t = 0, final logged position > 2 m from the start) and thins
 the road users to ``density``; every other kept road user replays its log
 (`pictura.sim.replay`). Step, reset, rendering and observations are `DrivingEnv`'s: replayed
@@ -49,7 +51,9 @@ class ReplayDrivingEnv(DrivingEnv):
         rig, observation, validate_actions, share_pixel_buffer: as `DrivingEnv`.
         sim: base simulator settings; `replay_sim_config` applies the protocol's changes.
         episode_length: steps before a world restores its logged start (600).
-        slots_per_world: capacity per world; default: the most kept road users of any scene.
+        slots_per_world: slots of every world (at least the most kept road users of any
+            scene); default: packed, each world exactly its scene's kept road users
+            (`WorldLayout.sized`), so B scenes take sum(kept) slots, not B x max(kept).
 
     Scenes without a controlled vehicle (after thinning) are skipped: their ids are in
     ``skipped`` and ``scenario_ids`` lists the scene of each world. ``ValueError`` when no scene
@@ -86,31 +90,32 @@ class ReplayDrivingEnv(DrivingEnv):
             raise ValueError(
                 f"scenarios: none of the {len(scenarios)} scenes has a controlled vehicle at density {density}"
             )
-        need = max(int(s.present.sum()) for s in selections)
+        users = np.array([int(s.present.sum()) for s in selections])
         if slots_per_world is None:
-            slots_per_world = need
-        elif slots_per_world < need:
-            raise ValueError(f"slots_per_world={slots_per_world} is below the {need} road users of a scene")
+            world_slots = users  # packed: each world exactly its scene's kept road users
+        elif slots_per_world < users.max():
+            raise ValueError(f"slots_per_world={slots_per_world} is below the {users.max()} road users of a scene")
+        else:
+            world_slots = np.full(len(kept), int(slots_per_world))
         self.scenarios = kept
         self.selections = selections
         self.skipped = skipped
         self.scenario_ids = [s.scenario_id for s in kept]
         self.density = float(density)
         self.replay_log = ReplayLog.from_scenarios(
-            kept, [s.present for s in selections], [s.controlled for s in selections], slots_per_world
+            kept, [s.present for s in selections], [s.controlled for s in selections], world_slots
         )
 
         # DrivingEnv.__init__ builds maps from sources and spawns agents; here the scenes' maps,
         # one world each, and the replay log in the model.
-        num_worlds = len(kept)
-        EnvBase.__init__(self, device=torch.device(device), batch_size=torch.Size([num_worlds * slots_per_world]))
+        EnvBase.__init__(self, device=torch.device(device), batch_size=torch.Size([int(world_slots.sum())]))
         road_maps = [s.road_map for s in kept]
         sim_config = dataclasses.replace(
-            replay_sim_config(sim, episode_length), agents_per_world=(1, int(slots_per_world))
+            replay_sim_config(sim, episode_length), agents_per_world=(1, int(world_slots.min()))
         )
         sim_config.validate()
-        layout = WorldLayout.uniform(
-            np.arange(num_worlds), slots_per_world, [len(m.light_position) for m in road_maps], 0
+        layout = WorldLayout.sized(
+            np.arange(len(kept)), world_slots, [len(m.light_position) for m in road_maps], 0
         )
         self._assemble(
             [s.scenario_id for s in kept], road_maps, sim_config, layout, rig, seed, observation,
