@@ -35,6 +35,7 @@ from pictura.maps.womd.selection import (
     womd_selection,
 )
 from pictura.sim import EVENTS, SimConfig
+from pictura.sim.replay import SLOT_CONTROLLED
 from pictura.sim.snapshot import BOX_INVALID, BoxCol
 
 PROTOCOLS = ("in-domain", "womd")
@@ -322,6 +323,19 @@ def run_in_domain(
     return InDomainResult(density, scenarios, steps, counters, torch.cat(rows))
 
 
+def acting_slots(env) -> torch.Tensor | None:
+    """(A,) int64 slots the policy drives in ``env``, when that is fixed for the whole rollout
+    and fewer than all slots: the controlled slots of a replay env (`pictura.sim.replay`;
+    replayed and empty slots ignore their action). None otherwise: the policy sees every slot."""
+    log = getattr(env, "replay_log", None)
+    if log is None:
+        return None
+    controlled = np.flatnonzero(np.asarray(log.slot_mode) == SLOT_CONTROLLED)
+    if len(controlled) == env.num_slots:
+        return None
+    return torch.as_tensor(controlled, dtype=torch.int64, device=env.device)
+
+
 @torch.no_grad()
 def rollout_scenarios(
     env,
@@ -334,7 +348,9 @@ def rollout_scenarios(
 
     ``world_mask`` (W,) bool: worlds that count (the last batch may use only some). No host
     sync inside the loop: per-step quantities stay tensors on the env's device. Every episode
-    opened here is closed (added to ``metrics.counters``) before returning.
+    opened here is closed (added to ``metrics.counters``) before returning. In a replay env
+    the policy acts on the controlled slots only (`acting_slots`: a WOMD scene's controlled
+    vehicles are about a quarter of its road users, the rest replay their logs).
     """
     td = env.reset()
     st = env.state
@@ -355,8 +371,14 @@ def rollout_scenarios(
     prev_box = wp.to_torch(st.agent_box).clone()
     prev_distance = wp.to_torch(st.distance).clone()
     prev_halted = wp.to_torch(st.halted).clone()
+    acting = acting_slots(env)
     for _ in range(steps):
-        td.set("action", policy(td["observation"]))
+        if acting is None:
+            td.set("action", policy(td["observation"]))
+        else:  # the policy sees only the slots it can drive; the others' action is never read
+            action = torch.zeros(env.num_slots, dtype=torch.int64, device=env.device)
+            action[acting] = policy(td["observation"][acting])
+            td.set("action", action)
         td = env.step(td)["next"]
         st = env.state
         events = wp.to_torch(st.events).bool()

@@ -123,3 +123,25 @@ def test_world_grid_judges_each_world_as_alone():
     assert partner.tolist() == expect_partner
     assert expect_fault[:2] == [False, True]  # struck from behind; the striker is at fault
     assert expect_fault[2] and expect_partner[2] == 0  # rear-ended a halted car
+
+
+def test_policy_sees_only_the_controlled_slots():
+    """In a replay env the policy is called on the controlled slots' observations only, and
+    their actions reach those slots: the rows it gets are the controlled slots' own rows."""
+    from pictura.eval.metrics import EpisodeMetrics
+    from pictura.eval.protocols import rollout_scenarios
+    from pictura.sim.replay import SLOT_CONTROLLED
+
+    env = ReplayDrivingEnv(_scenes(), density=1.0, observation=OBS, seed=0, validate_actions=False)
+    controlled = np.flatnonzero(env.replay_log.slot_mode == SLOT_CONTROLLED)
+    assert 0 < len(controlled) < env.num_slots
+    seen = []
+
+    def policy(observation):
+        seen.append(observation["ego"].clone())
+        return _speed_policy(observation)
+
+    rollout_scenarios(env, policy, 3, EpisodeMetrics(env.num_slots))
+    assert [len(rows) for rows in seen] == [len(controlled)] * 3
+    last = env.reset()["observation"]["ego"]
+    torch.testing.assert_close(seen[0], last[torch.as_tensor(controlled)])  # the reset's rows, in slot order
