@@ -17,10 +17,10 @@ One JSON line per phase, printed (flushed) as it finishes:
 - one line per policy of ``--policies``: a warm-up (one scene, two steps: Warp's kernel
   compilation and the network's first launches, reported as ``warmup_s``), then `run_womd` on
   the scenes in memory, ``--batch`` scenes per env (packed: each world exactly its scene's kept
-  road users), each batch played at the ``--densities`` in turn for ``--steps`` steps with
-  argmax actions. The wall time is split into env builds (``build_s``), rollouts
-  (``rollout_s``, device-synchronised) and the rest (``other_s``: selection, Python between
-  batches);
+  road users; one env per batch, built at density 1 and thinned to each density in place),
+  each batch played at the ``--densities`` in turn for ``--steps`` steps with argmax actions.
+  The wall time is split into env builds (``build_s``), rollouts (``rollout_s``,
+  device-synchronised) and the rest (``other_s``: selection, thinning, Python between batches);
 - ``summary``: the projections side by side.
 
 Policies (untrained networks: throughput does not depend on the weights):
@@ -164,24 +164,26 @@ def measure(kind: str, scenes: list, read_row: dict, args) -> dict:
 
     build, make_policy, autocast = policy_setup(kind, args.device)
     cuda = torch.device(args.device).type == "cuda"
-    timings = {"build_s": 0.0, "rollout_s": 0.0, "controlled": 0, "slots": 0, "envs": 0}
+    timings = {"build_s": 0.0, "rollout_s": 0.0, "controlled": 0, "slots": 0, "envs": 0, "rollouts": 0}
 
     def timed_build(**kwargs):
         t0 = time.perf_counter()
         env = build(**kwargs)
         _sync(args.device)
         timings["build_s"] += time.perf_counter() - t0
-        timings["controlled"] += sum(int(s.controlled.sum()) for s in env.selections)
-        timings["slots"] += env.num_slots
         timings["envs"] += 1
         return env
 
     real_rollout = protocols.rollout_scenarios
 
-    def timed_rollout(*a, **k):
+    def timed_rollout(env, *a, **k):
+        # the env may be one batch's env thinned to each density in turn (`set_density`)
+        timings["controlled"] += sum(int(s.controlled.sum()) for s in env.selections)
+        timings["slots"] += env.num_slots
+        timings["rollouts"] += 1
         t0 = time.perf_counter()
         with torch.autocast("cuda", dtype=autocast, enabled=autocast is not None):
-            real_rollout(*a, **k)
+            real_rollout(env, *a, **k)
         _sync(args.device)
         timings["rollout_s"] += time.perf_counter() - t0
 
@@ -196,7 +198,7 @@ def measure(kind: str, scenes: list, read_row: dict, args) -> dict:
         t0 = time.perf_counter()
         play(scenes[:1], args.densities[:1], 2, 1)  # warm-up: kernel compilation, first launches
         warmup_s = time.perf_counter() - t0
-        timings.update(build_s=0.0, rollout_s=0.0, controlled=0, slots=0, envs=0)
+        timings.update(build_s=0.0, rollout_s=0.0, controlled=0, slots=0, envs=0, rollouts=0)
         if cuda:
             import warp as wp
 
@@ -226,7 +228,7 @@ def measure(kind: str, scenes: list, read_row: dict, args) -> dict:
         "agent_steps_per_s": round(timings["controlled"] * args.steps / wall),
         "rollout_agent_steps_per_s": round(timings["controlled"] * args.steps / max(timings["rollout_s"], 1e-9)),
         "controlled_per_scene_density": round(timings["controlled"] / max(played, 1), 1),
-        "slots_per_env": round(timings["slots"] / max(timings["envs"], 1)),
+        "envs_built": timings["envs"], "slots_per_env": round(timings["slots"] / max(timings["rollouts"], 1)),
         "per_scene_s_at_600": {k: round(v, 4) for k, v in shares.items()},
         "projected_h": round(WOMD_VALIDATION_SCENES * max(compute_per_scene, read_per_scene) / 3600, 2),
         "projected_serial_h": round(WOMD_VALIDATION_SCENES * (compute_per_scene + read_per_scene) / 3600, 2),

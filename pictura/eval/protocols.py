@@ -658,6 +658,7 @@ def run_womd_densities(
             break
         chunk = chunks[k]
         loaded = None
+        shared: dict | None = {} if 1.0 in densities else None  # one env for the batch's densities
         for density in densities:
             if remaining[density] <= 0:
                 continue
@@ -669,7 +670,7 @@ def run_womd_densities(
                     loaded = reader.result(pending.pop(k)) if k in pending else read_scenes(chunk)
                 batch = _play_batch(
                     k, chunk, loaded, build_env, make_policy, density, steps, remaining[density], device, seed,
-                    base_sim, strict, warn,
+                    base_sim, strict, warn, shared,
                 )
                 if on_batch is not None:
                     on_batch(density, batch)
@@ -697,26 +698,63 @@ def run_womd_densities(
 
 def _play_batch(
     k: int, chunk, loaded, build_env, make_policy, density: float, steps: int, limit: int, device, seed: int,
-    base_sim, strict: bool, warn,
+    base_sim, strict: bool, warn, shared: dict | None = None,
 ) -> WomdBatch:
-    """Select, build and roll out batch ``k`` at one density (at most ``limit`` scenes)."""
+    """Select, build and roll out batch ``k`` at one density (at most ``limit`` scenes).
+
+    With ``shared`` (a dict kept for the batch's densities; only when the run plays density 1.0),
+    the batch's env is built once at density 1.0, which keeps every road user, and thinned to
+    each density in place (`ReplayDrivingEnv.set_density`); worlds not played at this density
+    (no controlled vehicle, or past ``limit``) are masked out. A scene that env refuses is bad
+    at every density it is played at. Envs without ``set_density`` are built per density."""
     scenes, skipped, bad = _select_batch(chunk, loaded, density, seed, strict)
     scenes = scenes[:limit]
-    env = None
+    env = worlds = None
     if scenes:
-        # episode_length = steps + 1: the scene-end reset never fires inside the rollout
-        env, scenes, refused = _build_or_drop(
-            build_env, scenes, strict, density=density, seed=seed, device=device, sim=base_sim,
-            episode_length=steps + 1,
-        )
-        bad += refused
+        built = None if shared is None else _shared_env(shared, chunk, loaded, build_env, seed, strict,
+                                                        device=device, sim=base_sim, episode_length=steps + 1)
+        if built is not None:
+            env, world_of, refused = built
+            bad += [(source, reason) for source, reason in refused if any(source is s for s, _ in scenes)]
+            scenes = [(source, sc) for source, sc in scenes if id(sc) in world_of]
+            worlds = [world_of[id(sc)] for _, sc in scenes]
+            if scenes:
+                env.set_density(density)
+            else:
+                env = None
+        else:
+            # episode_length = steps + 1: the scene-end reset never fires inside the rollout
+            env, scenes, refused = _build_or_drop(
+                build_env, scenes, strict, density=density, seed=seed, device=device, sim=base_sim,
+                episode_length=steps + 1,
+            )
+            bad += refused
     counters, rows = [0.0] * len(ALL_COUNTERS), []
     if env is not None:
         metrics = scenario_metrics(env)
-        rollout_scenarios(env, make_policy(env), steps, metrics)
-        rows = metrics.scenario_sums()[: len(scenes)].tolist()
+        mask = None
+        if worlds is not None:
+            mask = torch.zeros(env.num_worlds, dtype=torch.bool, device=env.device)
+            mask[torch.as_tensor(worlds, device=env.device)] = True
+        rollout_scenarios(env, make_policy(env), steps, metrics, world_mask=mask)
+        sums = metrics.scenario_sums()
+        rows = (sums[: len(scenes)] if worlds is None else sums[torch.as_tensor(worlds, device=sums.device)]).tolist()
         metrics.close_scenarios()
         counters = metrics.counters.tolist()
     for source, reason in bad:
         warn(f"womd: skipped {source}: {reason}")
     return WomdBatch(k, len(scenes), skipped, counters, rows, [_bad_scene(s, r).as_dict() for s, r in bad])
+
+
+def _shared_env(shared: dict, chunk, loaded, build_env, seed: int, strict: bool, **kwargs):
+    """(env built at density 1.0 from the batch's scenes with a controlled vehicle, {id(scene):
+    world}, refused [(source, reason)]), built at the first call of a batch; None when there is
+    no such scene or the env cannot change density (then each density builds its own)."""
+    if "env" not in shared:
+        shared["env"] = None
+        scenes, _, _ = _select_batch(chunk, loaded, 1.0, seed, strict=False)
+        if scenes:
+            env, good, refused = _build_or_drop(build_env, scenes, strict, density=1.0, seed=seed, **kwargs)
+            if env is not None and callable(getattr(env, "set_density", None)):
+                shared["env"] = (env, {id(sc): w for w, (_, sc) in enumerate(good)}, refused)
+    return shared["env"]

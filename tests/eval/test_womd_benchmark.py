@@ -27,10 +27,11 @@ def test_tiny_run_prints_a_line_per_phase_and_policy(tmp_path, capsys):
         assert row["slots_per_env"] < 2 * 83  # packed: a world per scene, its kept road users only
         share = row["per_scene_s_at_600"]
         rollout = row["rollout_s"] * PROTOCOL_STEPS / row["steps"] / row["scenes"]
-        assert share["rollout"] == pytest.approx(rollout, rel=1e-2, abs=1e-3)
+        slack = 0.005 * PROTOCOL_STEPS / row["steps"] / row["scenes"]  # the row's seconds are rounded to 0.01
+        assert share["rollout"] == pytest.approx(rollout, abs=slack + 1e-3)
         compute = (row["build_s"] + row["other_s"]) / row["scenes"] + rollout
         want = WOMD_VALIDATION_SCENES * max(compute, read["per_scene_s"]) / 3600
-        assert row["projected_h"] == pytest.approx(want, rel=2e-2, abs=0.02)
+        assert row["projected_h"] == pytest.approx(want, abs=WOMD_VALIDATION_SCENES * (slack + 0.01) / 3600 + 0.01)
         assert row["projected_serial_h"] >= row["projected_h"]
         assert row["bound"] in ("reading", "env build", "rollout", "rest")
     assert out[-1]["projected_h"] == {r["policy"]: r["projected_h"] for r in rows}

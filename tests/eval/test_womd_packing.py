@@ -145,3 +145,61 @@ def test_policy_sees_only_the_controlled_slots():
     assert [len(rows) for rows in seen] == [len(controlled)] * 3
     last = env.reset()["observation"]["ego"]
     torch.testing.assert_close(seen[0], last[torch.as_tensor(controlled)])  # the reset's rows, in slot order
+
+
+def test_one_env_thinned_per_density_scores_as_fresh_envs():
+    """`run_womd_densities` builds a batch's env once at density 1.0 and thins it in place
+    (`ReplayDrivingEnv.set_density`); the reference builds a fresh env per density (a builder
+    whose envs cannot change density). Same scenes, same per-scene sums and counters, also
+    when ``max_scenes`` leaves worlds of the shared env unplayed."""
+    scenes = _scenes()
+    densities = (1.0, 0.75, 0.5)
+    common = dict(steps=40, base_sim=_fixed_conditioning(), seed=5, scenes_per_batch=len(scenes))
+    build = replay_env_builder(observation=OBS, validate_actions=False)
+    calls = {"shared": 0, "fresh": 0}
+
+    def shared_build(**kwargs):
+        calls["shared"] += 1
+        return build(**kwargs)
+
+    def fresh_build(**kwargs):
+        calls["fresh"] += 1
+        env = build(**kwargs)
+        env.set_density = None  # not callable: the protocol builds each density's env itself
+        return env
+
+    for max_scenes in (None, 2):
+        shared = run_womd_densities(shared_build, lambda env: _speed_policy, scenes, densities, max_scenes=max_scenes, **common)
+        fresh = run_womd_densities(fresh_build, lambda env: _speed_policy, scenes, densities, max_scenes=max_scenes, **common)
+        for density in densities:
+            assert shared[density].scenes == fresh[density].scenes
+            assert shared[density].skipped == fresh[density].skipped
+            torch.testing.assert_close(shared[density].scenario_sums, fresh[density].scenario_sums, rtol=1e-9, atol=1e-6)
+            torch.testing.assert_close(shared[density].counters, fresh[density].counters, rtol=1e-9, atol=1e-6)
+        assert [shared[d].scenes for d in densities] == [max_scenes or len(scenes)] * len(densities)
+    assert calls["shared"] == 2  # one build per run (one batch)
+    assert calls["fresh"] == 2 * (1 + len(densities))  # the probe build at 1.0, then one per density
+
+
+def test_set_density_matches_a_fresh_env_slot_for_slot():
+    """After ``set_density(d)`` every world holds, in its first slots, the controlled then the
+    replayed road users a fresh env at density d gives that scene, pointing at the same logged
+    tracks; the rest of the world is empty."""
+    from pictura.sim.replay import SLOT_EMPTY
+
+    scenes = _scenes()
+    env = ReplayDrivingEnv(scenes, density=1.0, observation=OBS, seed=2)
+    for density in (0.5, 0.75, 1.0):
+        env.set_density(density)
+        log = env.replay_log
+        for w, scene in enumerate(env.scenarios):
+            fresh = ReplayDrivingEnv([scene], density=density, observation=OBS, seed=2)
+            n = fresh.num_slots
+            rows = slice(int(env.layout.world_slot_start[w]), int(env.layout.world_slot_start[w]) + int(env.layout.world_slot_count[w]))
+            mode = log.slot_mode[rows]
+            np.testing.assert_array_equal(mode[:n], fresh.replay_log.slot_mode)
+            assert (mode[n:] == SLOT_EMPTY).all()
+            track = log.slot_track[rows][:n]
+            np.testing.assert_array_equal(log.track_position[track], fresh.replay_log.track_position)
+            np.testing.assert_array_equal(log.track_goal[track], fresh.replay_log.track_goal)
+        np.testing.assert_array_equal(env.model.slot_mode.numpy(), log.slot_mode)
