@@ -283,7 +283,7 @@ def read_scenes(sources: list) -> list:
 
 class SceneReader:
     """Reads batches of scenes ahead of use in ``workers`` processes (0: in this process, when
-    asked). Decoding a WOMD record is pure-Python protobuf work (~0.1-0.2 s a scene), which
+    asked). Decoding a WOMD record is pure-Python protobuf work (~0.08 s a scene), which
     would otherwise stall the GPU between batches; workers are NumPy-only processes started
     with ``spawn`` (safe beside CUDA and Warp)."""
 
