@@ -161,8 +161,9 @@ class ReplayDrivingEnv(DrivingEnv):
             slot_mode[slots] = np.where(sel.controlled[order], SLOT_CONTROLLED, SLOT_REPLAYED)
             slot_track[slots] = rows[order]
         self.replay_log = dataclasses.replace(self.replay_log, slot_mode=slot_mode, slot_track=slot_track)
-        self.model.slot_mode.assign(slot_mode)
-        self.model.slot_track.assign(slot_track)
+        with self._warp_scope():  # on the stream the next reset's kernels run on
+            self.model.slot_mode.assign(slot_mode)
+            self.model.slot_track.assign(slot_track)
         self.model.replay = self.replay_log
         self.selections = selections
         self.density = float(density)
