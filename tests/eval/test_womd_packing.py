@@ -203,3 +203,12 @@ def test_set_density_matches_a_fresh_env_slot_for_slot():
             np.testing.assert_array_equal(log.track_position[track], fresh.replay_log.track_position)
             np.testing.assert_array_equal(log.track_goal[track], fresh.replay_log.track_goal)
         np.testing.assert_array_equal(env.model.slot_mode.numpy(), log.slot_mode)
+
+
+def test_set_density_needs_the_road_users_built():
+    """An env built at 0.5 does not hold the road users density 1.0 keeps: refused by name."""
+    import pytest
+
+    env = ReplayDrivingEnv(_scenes()[:2], density=0.5, observation=OBS, seed=0)
+    with pytest.raises(ValueError, match=r"set_density\(1.0\).*built at density 0.5"):
+        env.set_density(1.0)
