@@ -33,12 +33,12 @@ import numpy as np
 import torch
 import warp as wp
 from tensordict import TensorDict, TensorDictBase
-from torchrl.data import Bounded, Composite, Unbounded
+from torchrl.data import Composite, Unbounded
 from torchrl.envs import EnvBase
 
 from pictura.envs.contract import PhaseTimer
 from pictura.envs.observations import VectorizedObservationConfig
-from pictura.envs.specs import set_step_specs
+from pictura.envs.specs import PixelSpec, set_step_specs
 from pictura.maps import load_road_map
 from pictura.render import DEFAULT_COVERAGE, CameraRig, Renderer
 from pictura.sim import (
@@ -274,7 +274,7 @@ class DrivingEnv(EnvBase):
             device=dev,
         )
         if self.renders_pixels:
-            observation["pixels"] = Bounded(0, 255, shape=(S, C, H, W, 3), dtype=torch.uint8, device=dev)
+            observation["pixels"] = PixelSpec((S, C, H, W, 3), device=dev)
         else:
             observation.update(self.vectorized.spec(S, dev))
         set_step_specs(self, observation, NUM_ACTIONS, REWARD_TERMS, EVENTS)

@@ -155,22 +155,53 @@ def polyline_pieces(points: np.ndarray, offsets: np.ndarray, span: float) -> tup
 
     Returns ``(N, 2, 2)`` float32 piece endpoints (m) and ``(N,)`` the owning polyline.
     """
-    pieces, owner = [], []
-    for i in range(len(offsets) - 1):
-        p = np.asarray(points[offsets[i] : offsets[i + 1], :2], np.float64)
-        if len(p) < 2:
-            continue
-        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(p, axis=0), axis=1))])
-        if arc[-1] < MIN_SEGMENT_M:
-            continue
-        n = max(1, math.ceil(arc[-1] / span - 1e-6))
-        at = np.linspace(0.0, arc[-1], n + 1)
-        q = np.stack([np.interp(at, arc, p[:, 0]), np.interp(at, arc, p[:, 1])], axis=1)
-        pieces.append(np.stack([q[:-1], q[1:]], axis=1))
-        owner.append(np.full(n, i, np.int64))
-    if not pieces:
-        return np.zeros((0, 2, 2), np.float32), np.zeros(0, np.int64)
-    return np.concatenate(pieces).astype(np.float32), np.concatenate(owner)
+    # All polylines at once (a WOMD scene has hundreds; the replay env cuts every scene's map at
+    # each build): per-point arc length along its own polyline, then np.interp's rule, x = the
+    # piece ends.
+    offsets = np.asarray(offsets, np.int64)
+    counts = np.diff(offsets)
+    empty = (np.zeros((0, 2, 2), np.float32), np.zeros(0, np.int64))
+    if not (counts >= 2).any():
+        return empty
+    pts = np.asarray(points[: offsets[-1], :2], np.float64)
+    lines = np.flatnonzero(counts > 0)
+    owner_pt = np.repeat(np.arange(len(counts)), counts)
+    step = np.zeros(len(pts))
+    step[1:] = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+    step[offsets[lines]] = 0.0  # each polyline's arc starts at 0
+    cum = np.cumsum(step)
+    arc = cum - cum[offsets[:-1].clip(max=len(pts) - 1)][owner_pt]
+    total = np.zeros(len(counts))
+    total[lines] = arc[offsets[1:][lines] - 1]
+    cut = np.flatnonzero((counts >= 2) & (total >= MIN_SEGMENT_M))
+    if not len(cut):
+        return empty
+    n = np.maximum(1, np.ceil(total[cut] / span - 1e-6)).astype(np.int64)
+    # the n + 1 piece ends of each cut polyline: k * (length / n), the last one the length itself
+    sample_line = np.repeat(cut, n + 1)
+    k = np.arange(int((n + 1).sum())) - np.repeat(np.cumsum(n + 1) - (n + 1), n + 1)
+    at = k * np.repeat(total[cut] / n, n + 1)
+    last = k == np.repeat(n, n + 1)
+    at[last] = total[sample_line[last]]
+    # j: the last point of the sample's polyline with arc <= at (points sort before equal samples)
+    keys = np.concatenate([arc, at])
+    line = np.concatenate([owner_pt, sample_line])
+    is_sample = np.concatenate([np.zeros(len(arc), bool), np.ones(len(at), bool)])
+    order = np.lexsort((is_sample, keys, line))
+    points_before = np.cumsum(~is_sample[order]) - 1  # global index of the last point at or before
+    j = np.empty(len(keys), np.int64)
+    j[order] = points_before
+    j = j[len(arc) :]
+    end_of_line = offsets[sample_line + 1] - 1
+    inside = j < end_of_line
+    g = np.minimum(j, end_of_line - 1)
+    x0, x1 = arc[g], arc[g + 1]
+    slope = (pts[g + 1] - pts[g]) / np.where(inside, x1 - x0, 1.0)[:, None]
+    q = np.where(inside[:, None], slope * (at - x0)[:, None] + pts[g], pts[end_of_line])
+    starts = np.cumsum(n + 1) - (n + 1)
+    piece_start = np.repeat(starts, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
+    pieces = np.stack([q[piece_start], q[piece_start + 1]], axis=1)
+    return pieces.astype(np.float32), np.repeat(cut, n)
 
 
 def chain_segments(seg: np.ndarray, tol: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import warp as wp
 from tensordict import TensorDictBase
@@ -34,6 +35,8 @@ from pictura.maps.womd.selection import (
     womd_selection,
 )
 from pictura.sim import EVENTS, SimConfig
+from pictura.sim.replay import SLOT_CONTROLLED
+from pictura.sim.snapshot import BOX_INVALID, BoxCol
 
 PROTOCOLS = ("in-domain", "womd")
 IN_DOMAIN_DENSITIES = (60, 120, 150)
@@ -187,11 +190,62 @@ class ScenarioProgress:
 
 
 def scenario_metrics(env) -> EpisodeMetrics:
-    """`EpisodeMetrics` for ``env`` whose scenarios are its worlds (fixed worlds: slot s plays
-    in world s // slots per world), for the standard errors (`EpisodeMetrics.close_scenarios`
-    after each batch)."""
-    slot_world = torch.arange(env.num_slots, device=env.device) // (env.num_slots // env.num_worlds)
+    """`EpisodeMetrics` for ``env`` whose scenarios are its worlds (fixed worlds, of one size or
+    of their own sizes: the layout's ``slot_world``), for the standard errors
+    (`EpisodeMetrics.close_scenarios` after each batch)."""
+    layout = getattr(env, "layout", None)
+    if layout is not None and not layout.is_packed:
+        slot_world = torch.as_tensor(np.asarray(layout.slot_world, np.int64), device=env.device)
+    else:
+        slot_world = torch.arange(env.num_slots, device=env.device) // (env.num_slots // env.num_worlds)
     return EpisodeMetrics(env.num_slots, env.device, scenario=slot_world)
+
+
+class WorldGrid:
+    """The (W, K) view of an env's fixed worlds that the collision rules read
+    (`collision_at_fault`, `collision_partner`: W worlds of K slots, then the parked rows).
+
+    Worlds of one size are that view already. Worlds of their own sizes (`WorldLayout.sized`,
+    the zero-shot WOMD env) are padded to the largest, K: `pad` puts each slot's value at its
+    world's row (padding rows get ``fill``; `pad_boxes` gives them empty boxes, kind
+    ``BOX_INVALID``, which are never a collision partner) and `unpad` reads the slots back."""
+
+    def __init__(self, env) -> None:
+        S, W = env.num_slots, env.num_worlds
+        layout = getattr(env, "layout", None)
+        counts = None if layout is None or layout.is_packed else np.asarray(layout.world_slot_count)
+        self.rows = self.slot_rows = None
+        if counts is None or (counts == counts[0]).all():
+            self.K = S // W
+            return
+        self.K = K = int(counts.max())
+        k = np.arange(K)
+        inside = k[None, :] < counts[:, None]  # (W, K)
+        grid = np.full((W, K), S, np.int64)  # S: the fill row appended after the S slots
+        grid[inside] = (np.asarray(layout.world_slot_start, np.int64)[:, None] + k[None, :])[inside]
+        self.rows = torch.as_tensor(grid.reshape(-1), device=env.device)
+        # slots are numbered world by world, so the inside rows in order are slots 0..S-1
+        self.slot_rows = torch.as_tensor(np.flatnonzero(inside.reshape(-1)), device=env.device)
+        self.num_slots = S
+
+    def pad(self, values: torch.Tensor, fill) -> torch.Tensor:
+        """(S,) per slot -> (W * K,) per grid row."""
+        if self.rows is None:
+            return values
+        return torch.cat([values, values.new_full((1,), fill)])[self.rows]
+
+    def pad_boxes(self, boxes: torch.Tensor) -> torch.Tensor:
+        """(S + W * P, 8) boxes -> (W * K + W * P, 8): slot rows padded, parked rows as they are."""
+        if self.rows is None:
+            return boxes
+        S = self.num_slots
+        empty = boxes.new_zeros((1, boxes.shape[1]))
+        empty[:, BoxCol.KIND] = BOX_INVALID
+        return torch.cat([torch.cat([boxes[:S], empty])[self.rows], boxes[S:]])
+
+    def unpad(self, values: torch.Tensor) -> torch.Tensor:
+        """(W * K,) per grid row -> (S,) per slot."""
+        return values if self.slot_rows is None else values[self.slot_rows]
 
 
 def run_density(
@@ -269,6 +323,19 @@ def run_in_domain(
     return InDomainResult(density, scenarios, steps, counters, torch.cat(rows))
 
 
+def acting_slots(env) -> torch.Tensor | None:
+    """(A,) int64 slots the policy drives in ``env``, when that is fixed for the whole rollout
+    and fewer than all slots: the controlled slots of a replay env (`pictura.sim.replay`;
+    replayed and empty slots ignore their action). None otherwise: the policy sees every slot."""
+    log = getattr(env, "replay_log", None)
+    if log is None:
+        return None
+    controlled = np.flatnonzero(np.asarray(log.slot_mode) == SLOT_CONTROLLED)
+    if len(controlled) == env.num_slots:
+        return None
+    return torch.as_tensor(controlled, dtype=torch.int64, device=env.device)
+
+
 @torch.no_grad()
 def rollout_scenarios(
     env,
@@ -281,13 +348,15 @@ def rollout_scenarios(
 
     ``world_mask`` (W,) bool: worlds that count (the last batch may use only some). No host
     sync inside the loop: per-step quantities stay tensors on the env's device. Every episode
-    opened here is closed (added to ``metrics.counters``) before returning.
+    opened here is closed (added to ``metrics.counters``) before returning. In a replay env
+    the policy acts on the controlled slots only (`acting_slots`: a WOMD scene's controlled
+    vehicles are about a quarter of its road users, the rest replay their logs).
     """
     td = env.reset()
     st = env.state
     dt = float(env.sim_config.dt)
     world_id = td["world_id"]
-    slots_per_world = env.num_slots // env.num_worlds
+    grid = WorldGrid(env)
     box_rows = wp.to_torch(st.agent_box).shape[0]
     parked_per_world = (box_rows - env.num_slots) // env.num_worlds  # parked-car rows after the slots
     worlds = torch.arange(env.num_worlds, device=env.device)
@@ -302,8 +371,14 @@ def rollout_scenarios(
     prev_box = wp.to_torch(st.agent_box).clone()
     prev_distance = wp.to_torch(st.distance).clone()
     prev_halted = wp.to_torch(st.halted).clone()
+    acting = acting_slots(env)
     for _ in range(steps):
-        td.set("action", policy(td["observation"]))
+        if acting is None:
+            td.set("action", policy(td["observation"]))
+        else:  # the policy sees only the slots it can drive; the others' action is never read
+            action = torch.zeros(env.num_slots, dtype=torch.int64, device=env.device)
+            action[acting] = policy(td["observation"][acting])
+            td.set("action", action)
         td = env.step(td)["next"]
         st = env.state
         events = wp.to_torch(st.events).bool()
@@ -318,8 +393,13 @@ def rollout_scenarios(
             reset_slot, prev_speed.abs() * dt, (distance_now - prev_distance).clamp(min=0.0)
         )
         collision = events[:, _E_COLLISION] & counted
-        at_fault = collision_at_fault(collision, prev_speed, box, slots_per_world, parked_per_world)
-        partner = collision_partner(at_fault, box, prev_halted, slots_per_world, parked_per_world)
+        grid_box = grid.pad_boxes(box)
+        at_fault = grid.unpad(
+            collision_at_fault(grid.pad(collision, False), grid.pad(prev_speed, 0.0), grid_box, grid.K, parked_per_world)
+        )
+        partner = grid.unpad(
+            collision_partner(grid.pad(at_fault, False), grid_box, grid.pad(prev_halted, 0), grid.K, parked_per_world)
+        )
         metrics.update(
             counted,
             at_fault,
@@ -578,6 +658,7 @@ def run_womd_densities(
             break
         chunk = chunks[k]
         loaded = None
+        shared: dict | None = {} if 1.0 in densities else None  # one env for the batch's densities
         for density in densities:
             if remaining[density] <= 0:
                 continue
@@ -589,7 +670,7 @@ def run_womd_densities(
                     loaded = reader.result(pending.pop(k)) if k in pending else read_scenes(chunk)
                 batch = _play_batch(
                     k, chunk, loaded, build_env, make_policy, density, steps, remaining[density], device, seed,
-                    base_sim, strict, warn,
+                    base_sim, strict, warn, shared,
                 )
                 if on_batch is not None:
                     on_batch(density, batch)
@@ -617,26 +698,63 @@ def run_womd_densities(
 
 def _play_batch(
     k: int, chunk, loaded, build_env, make_policy, density: float, steps: int, limit: int, device, seed: int,
-    base_sim, strict: bool, warn,
+    base_sim, strict: bool, warn, shared: dict | None = None,
 ) -> WomdBatch:
-    """Select, build and roll out batch ``k`` at one density (at most ``limit`` scenes)."""
+    """Select, build and roll out batch ``k`` at one density (at most ``limit`` scenes).
+
+    With ``shared`` (a dict kept for the batch's densities; only when the run plays density 1.0),
+    the batch's env is built once at density 1.0, which keeps every road user, and thinned to
+    each density in place (`ReplayDrivingEnv.set_density`); worlds not played at this density
+    (no controlled vehicle, or past ``limit``) are masked out. A scene that env refuses is bad
+    at every density it is played at. Envs without ``set_density`` are built per density."""
     scenes, skipped, bad = _select_batch(chunk, loaded, density, seed, strict)
     scenes = scenes[:limit]
-    env = None
+    env = worlds = None
     if scenes:
-        # episode_length = steps + 1: the scene-end reset never fires inside the rollout
-        env, scenes, refused = _build_or_drop(
-            build_env, scenes, strict, density=density, seed=seed, device=device, sim=base_sim,
-            episode_length=steps + 1,
-        )
-        bad += refused
+        built = None if shared is None else _shared_env(shared, chunk, loaded, build_env, seed, strict,
+                                                        device=device, sim=base_sim, episode_length=steps + 1)
+        if built is not None:
+            env, world_of, refused = built
+            bad += [(source, reason) for source, reason in refused if any(source is s for s, _ in scenes)]
+            scenes = [(source, sc) for source, sc in scenes if id(sc) in world_of]
+            worlds = [world_of[id(sc)] for _, sc in scenes]
+            if scenes:
+                env.set_density(density)
+            else:
+                env = None
+        else:
+            # episode_length = steps + 1: the scene-end reset never fires inside the rollout
+            env, scenes, refused = _build_or_drop(
+                build_env, scenes, strict, density=density, seed=seed, device=device, sim=base_sim,
+                episode_length=steps + 1,
+            )
+            bad += refused
     counters, rows = [0.0] * len(ALL_COUNTERS), []
     if env is not None:
         metrics = scenario_metrics(env)
-        rollout_scenarios(env, make_policy(env), steps, metrics)
-        rows = metrics.scenario_sums()[: len(scenes)].tolist()
+        mask = None
+        if worlds is not None:
+            mask = torch.zeros(env.num_worlds, dtype=torch.bool, device=env.device)
+            mask[torch.as_tensor(worlds, device=env.device)] = True
+        rollout_scenarios(env, make_policy(env), steps, metrics, world_mask=mask)
+        sums = metrics.scenario_sums()
+        rows = (sums[: len(scenes)] if worlds is None else sums[torch.as_tensor(worlds, device=sums.device)]).tolist()
         metrics.close_scenarios()
         counters = metrics.counters.tolist()
     for source, reason in bad:
         warn(f"womd: skipped {source}: {reason}")
     return WomdBatch(k, len(scenes), skipped, counters, rows, [_bad_scene(s, r).as_dict() for s, r in bad])
+
+
+def _shared_env(shared: dict, chunk, loaded, build_env, seed: int, strict: bool, **kwargs):
+    """(env built at density 1.0 from the batch's scenes with a controlled vehicle, {id(scene):
+    world}, refused [(source, reason)]), built at the first call of a batch; None when there is
+    no such scene or the env cannot change density (then each density builds its own)."""
+    if "env" not in shared:
+        shared["env"] = None
+        scenes, _, _ = _select_batch(chunk, loaded, 1.0, seed, strict=False)
+        if scenes:
+            env, good, refused = _build_or_drop(build_env, scenes, strict, density=1.0, seed=seed, **kwargs)
+            if env is not None and callable(getattr(env, "set_density", None)):
+                shared["env"] = (env, {id(sc): w for w, (_, sc) in enumerate(good)}, refused)
+    return shared["env"]

@@ -104,16 +104,18 @@ class ReplayLog:
         scenarios: Sequence[Scenario],
         present: Sequence[np.ndarray],
         controlled: Sequence[np.ndarray],
-        slots_per_world: int,
+        slots_per_world: int | Sequence[int],
     ) -> ReplayLog:
-        """One world per scenario, ``slots_per_world`` slots each: the ``controlled`` tracks
-        take the first slots (in track order), the other ``present`` ones replay in the next
-        slots, the rest of the world's slots are empty.
+        """One world per scenario, world w's slots right after world w - 1's: the ``controlled``
+        tracks take a world's first slots (in track order), the other ``present`` ones replay
+        in the next slots, the rest of the world's slots are empty.
 
-        ``present[w]``, ``controlled[w]`` (N_w,) bool masks over scenario w's tracks
-        (``controlled`` must be a subset of ``present``). Raises ``ValueError`` naming the
-        scene and track for a controlled track invalid at step 0, a kept track of no agent
-        type, a non-positive size, more kept tracks than slots, or mismatched lengths.
+        ``slots_per_world``: the slots of every world (an int), or of each world (W sizes: a
+        `WorldLayout.sized` layout). ``present[w]``, ``controlled[w]`` (N_w,) bool masks over
+        scenario w's tracks (``controlled`` must be a subset of ``present``). Raises
+        ``ValueError`` naming the scene and track for a controlled track invalid at step 0, a
+        kept track of no agent type, a non-positive size, more kept tracks than slots, or
+        mismatched lengths.
         """
         if not (len(scenarios) == len(present) == len(controlled)):
             raise ValueError(
@@ -122,85 +124,86 @@ class ReplayLog:
             )
         if not scenarios:
             raise ValueError("scenarios must hold at least one Scenario")
-        if slots_per_world < 1:
-            raise ValueError(f"slots_per_world must be >= 1, got {slots_per_world}")
-        T = max(int(s.track_valid.shape[1]) for s in scenarios)
         W = len(scenarios)
-        slot_mode = np.full(W * slots_per_world, SLOT_EMPTY, np.int32)
-        slot_track = np.full(W * slots_per_world, -1, np.int32)
+        sizes = np.asarray(slots_per_world, np.int64)
+        if sizes.ndim == 0:
+            sizes = np.full(W, int(sizes))
+        if sizes.shape != (W,):
+            raise ValueError(f"slots_per_world must be an int or {W} sizes, got shape {sizes.shape}")
+        if sizes.min() < 1:
+            raise ValueError(f"slots_per_world must be >= 1, got {int(sizes.min())}")
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        T = max(int(s.track_valid.shape[1]) for s in scenarios)
+        slot_mode = np.full(int(sizes.sum()), SLOT_EMPTY, np.int32)
+        slot_track = np.full(int(sizes.sum()), -1, np.int32)
         pos, heading, speed, valid, size, kind, goal = [], [], [], [], [], [], []
         row = 0
         for w, (sc, keep, ctrl) in enumerate(zip(scenarios, present, controlled, strict=True)):
             n = len(sc.track_id)
             keep = np.asarray(keep, bool)
             ctrl = np.asarray(ctrl, bool)
+            name = f"scene {sc.scenario_id!r}"
             if keep.shape != (n,) or ctrl.shape != (n,):
-                raise ValueError(
-                    f"scene {sc.scenario_id!r}: present/controlled must be ({n},) masks, got "
-                    f"{keep.shape} and {ctrl.shape}"
-                )
+                raise ValueError(f"{name}: present/controlled must be ({n},) masks, got {keep.shape} and {ctrl.shape}")
             if (ctrl & ~keep).any():
-                raise ValueError(
-                    f"scene {sc.scenario_id!r}: controlled track {int(np.flatnonzero(ctrl & ~keep)[0])} "
-                    "is not present"
-                )
+                raise ValueError(f"{name}: controlled track {int(np.flatnonzero(ctrl & ~keep)[0])} is not present")
             order = np.concatenate([np.flatnonzero(ctrl), np.flatnonzero(keep & ~ctrl)])
-            if len(order) > slots_per_world:
-                raise ValueError(
-                    f"scene {sc.scenario_id!r} keeps {len(order)} tracks but slots_per_world is "
-                    f"{slots_per_world}"
-                )
+            k = len(order)
+            if k > sizes[w]:
+                raise ValueError(f"{name} keeps {k} tracks but slots_per_world is {int(sizes[w])}")
+            is_ctrl = ctrl[order]
+            late = order[is_ctrl & ~sc.track_valid[order, 0]]
+            if len(late):
+                raise ValueError(f"{name}: controlled track {int(late[0])} is invalid at step 0")
+            types = sc.track_type[order]
+            odd = np.flatnonzero(~np.isin(types, _AGENT_KINDS))
+            if len(odd):
+                i = int(order[odd[0]])
+                raise ValueError(f"{name}: track_type[{i}] = {int(sc.track_type[i])} is no agent type")
+            dims = sc.track_size[order]
+            flat = np.flatnonzero(~(np.isfinite(dims) & (dims > 0)).all(1))
+            if len(flat):
+                i = int(order[flat[0]])
+                raise ValueError(f"{name}: track_size[{i}] = {sc.track_size[i].tolist()} must be > 0")
             t = int(sc.track_valid.shape[1])
-            run = first_valid_run(sc.track_valid)
-            goals = sc.goal_position
-            for k, i in enumerate(order):
-                is_ctrl = bool(ctrl[i])
-                if is_ctrl and not sc.track_valid[i, 0]:
-                    raise ValueError(f"scene {sc.scenario_id!r}: controlled track {i} is invalid at step 0")
-                if int(sc.track_type[i]) not in _AGENT_KINDS:
-                    raise ValueError(
-                        f"scene {sc.scenario_id!r}: track_type[{i}] = {int(sc.track_type[i])} is no agent type"
-                    )
-                if not (np.all(np.isfinite(sc.track_size[i])) and np.all(sc.track_size[i] > 0)):
-                    raise ValueError(
-                        f"scene {sc.scenario_id!r}: track_size[{i}] = {sc.track_size[i].tolist()} must be > 0"
-                    )
-                p = np.zeros((T, 3), np.float32)
-                h = np.zeros(T, np.float32)
-                v = np.zeros(T, np.float32)
-                ok = np.zeros(T, bool)
-                p[:t] = sc.track_position[i]
-                h[:t] = sc.track_heading[i]
-                ok[:t] = run[i]
-                vel = sc.track_velocity[i].astype(np.float64)
-                v[:t] = vel[:, 0] * np.cos(h[:t]) + vel[:, 1] * np.sin(h[:t])
-                if not np.all(np.isfinite(p[ok])) or not np.all(np.isfinite(h[ok])):
-                    raise ValueError(f"scene {sc.scenario_id!r}: track {i} has a non-finite valid pose")
-                pos.append(p)
-                heading.append(h)
-                speed.append(v)
-                valid.append(ok)
-                size.append(sc.track_size[i].astype(np.float32))
-                kind.append(int(sc.track_type[i]))
-                goal.append(np.nan_to_num(goals[i]).astype(np.float32))
-                slot = w * slots_per_world + k
-                slot_mode[slot] = SLOT_CONTROLLED if is_ctrl else SLOT_REPLAYED
-                slot_track[slot] = row
-                row += 1
-
-        def stack(parts, shape):
-            return np.stack(parts) if parts else np.zeros(shape, np.float32)
+            p = np.zeros((k, T, 3), np.float32)
+            h = np.zeros((k, T), np.float32)
+            v = np.zeros((k, T), np.float32)
+            ok = np.zeros((k, T), bool)
+            p[:, :t] = sc.track_position[order]
+            h[:, :t] = sc.track_heading[order]
+            ok[:, :t] = first_valid_run(sc.track_valid[order])
+            vel = sc.track_velocity[order].astype(np.float64)
+            v[:, :t] = vel[..., 0] * np.cos(h[:, :t]) + vel[..., 1] * np.sin(h[:, :t])
+            broken = np.flatnonzero(((~np.isfinite(p).all(-1) | ~np.isfinite(h)) & ok).any(1))
+            if len(broken):
+                raise ValueError(f"{name}: track {int(order[broken[0]])} has a non-finite valid pose")
+            pos.append(p)
+            heading.append(h)
+            speed.append(v)
+            valid.append(ok)
+            size.append(dims.astype(np.float32))
+            kind.append(types.astype(np.int32))
+            # the last valid logged position (`Scenario.goal_position`), 0 for a never-valid log
+            logged = sc.track_valid[order]
+            last = t - 1 - np.argmax(logged[:, ::-1], axis=1)
+            end = sc.track_position[order, last].astype(np.float32)
+            goal.append(np.where(logged.any(1)[:, None], np.nan_to_num(end), np.float32(0.0)))
+            slots = starts[w] + np.arange(k)
+            slot_mode[slots] = np.where(is_ctrl, SLOT_CONTROLLED, SLOT_REPLAYED)
+            slot_track[slots] = row + np.arange(k)
+            row += k
 
         return ReplayLog(
             slot_mode=slot_mode,
             slot_track=slot_track,
-            track_position=stack(pos, (0, T, 3)).astype(np.float32),
-            track_heading=stack(heading, (0, T)).astype(np.float32),
-            track_speed=stack(speed, (0, T)).astype(np.float32),
-            track_valid=stack(valid, (0, T)).astype(bool),
-            track_size=stack(size, (0, 3)).astype(np.float32),
-            track_kind=np.asarray(kind, np.int32),
-            track_goal=stack(goal, (0, 3)).astype(np.float32),
+            track_position=np.concatenate(pos).astype(np.float32),
+            track_heading=np.concatenate(heading).astype(np.float32),
+            track_speed=np.concatenate(speed).astype(np.float32),
+            track_valid=np.concatenate(valid).astype(bool),
+            track_size=np.concatenate(size).reshape(-1, 3).astype(np.float32),
+            track_kind=np.concatenate(kind).astype(np.int32),
+            track_goal=np.concatenate(goal).reshape(-1, 3).astype(np.float32),
             scenario_id=tuple(s.scenario_id for s in scenarios),
         )
 

@@ -188,13 +188,33 @@ class WorldLayout:
             raise ValueError("world_map must list at least one world")
         if slots_per_world < 1:
             raise ValueError(f"slots_per_world must be >= 1, got {slots_per_world}")
+        return WorldLayout.sized(world_map, np.full(len(world_map), slots_per_world), lights_per_map, parked_per_world)
+
+    @staticmethod
+    def sized(
+        world_map: np.ndarray | list[int],
+        world_slots: np.ndarray | list[int],
+        lights_per_map: list[int],
+        parked_per_world: int = 0,
+    ) -> WorldLayout:
+        """Fixed worlds of their own sizes: world w owns ``world_slots[w]`` slots, back to back
+        (the zero-shot WOMD env gives each scene exactly its kept road users). Otherwise as
+        `uniform`, which is this with every size equal."""
+        world_map = np.asarray(world_map, np.int32)
+        counts = np.asarray(world_slots, np.int32)
+        if world_map.ndim != 1 or len(world_map) == 0:
+            raise ValueError("world_map must list at least one world")
+        if counts.shape != world_map.shape:
+            raise ValueError(f"world_slots must give one size per world {world_map.shape}, got {counts.shape}")
+        if counts.min() < 1:
+            raise ValueError(f"every world needs >= 1 slot, got world_slots min {int(counts.min())}")
         if parked_per_world < 0:
             raise ValueError(f"parked_per_world must be >= 0, got {parked_per_world}")
         if world_map.min() < 0 or world_map.max() >= len(lights_per_map):
             raise ValueError(f"world_map holds a map index outside 0..{len(lights_per_map) - 1}")
         W = len(world_map)
-        counts = np.full(W, slots_per_world, np.int32)
-        starts = (np.arange(W, dtype=np.int32) * slots_per_world).astype(np.int32)
+        starts = np.zeros(W, np.int32)
+        starts[1:] = np.cumsum(counts)[:-1]
         lights = np.asarray(lights_per_map, np.int32)[world_map]
         light_start = np.zeros(W, np.int32)
         light_start[1:] = np.cumsum(lights)[:-1]
@@ -204,7 +224,7 @@ class WorldLayout:
             world_slot_count=counts,
             world_light_start=light_start,
             light_count=int(lights.sum()),
-            slot_world=np.repeat(np.arange(W, dtype=np.int32), slots_per_world),
+            slot_world=np.repeat(np.arange(W, dtype=np.int32), counts),
             parked_per_world=int(parked_per_world),
         )
 

@@ -58,6 +58,12 @@ def _in_first_valid_run(valid: np.ndarray, k: int) -> bool:
     return False
 
 
+def _world_slots(env, w: int) -> slice:
+    """World w's slot range, from the layout's start and count."""
+    start = int(env.layout.world_slot_start[w])
+    return slice(start, start + int(env.layout.world_slot_count[w]))
+
+
 @pytest.fixture(scope="module")
 def env():
     return ReplayDrivingEnv([str(p) for p in _json_files()], observation=OBS, seed=0)
@@ -71,10 +77,9 @@ def test_controlled_slots_are_the_rule_applied_to_the_raw_files(env):
     td = env.reset()
     box = wp.to_torch(env.state.agent_box).numpy()
     mode = env.replay_log.slot_mode
-    S = env.num_slots // env.num_worlds
     for w, sid in enumerate(env.scenario_ids):
-        rows = slice(w * S, (w + 1) * S)
-        ctrl = np.flatnonzero(mode[rows] == SLOT_CONTROLLED) + w * S
+        rows = _world_slots(env, w)
+        ctrl = np.flatnonzero(mode[rows] == SLOT_CONTROLLED) + rows.start
         np.testing.assert_allclose(box[ctrl, :2], np.asarray(starts[sid]), atol=1e-3)
         # the policy sees exactly the controlled slots as valid
         np.testing.assert_array_equal(td["valid"][rows].numpy(), mode[rows] == SLOT_CONTROLLED)
@@ -84,20 +89,20 @@ def test_density_thinning_keeps_round_fraction_of_road_users():
     files = _json_files()
     for density in (0.75, 0.5):
         e = ReplayDrivingEnv([str(p) for p in files], observation=OBS, density=density, seed=1)
-        S = e.num_slots // e.num_worlds
         for w, sid in enumerate(e.scenario_ids):
             sc = next(load(str(p)) for p in files if load(str(p)).scenario_id == sid)
             users = np.isin(sc.track_type, (AGENT_VEHICLE, AGENT_PEDESTRIAN, AGENT_CYCLIST)) & sc.track_valid.any(1)
-            mode = e.replay_log.slot_mode[w * S : (w + 1) * S]
-            assert int((mode != SLOT_EMPTY).sum()) == round(density * int(users.sum()))
+            mode = e.replay_log.slot_mode[_world_slots(e, w)]
+            # packed: the world is exactly its kept road users, no empty slot
+            assert len(mode) == round(density * int(users.sum()))
+            assert not (mode == SLOT_EMPTY).any()
             assert int((mode == SLOT_CONTROLLED).sum()) >= 1
-        assert S == max(int(s.present.sum()) for s in e.selections)
+        assert e.num_slots == sum(int(s.present.sum()) for s in e.selections)
 
 
 def test_replayed_agents_follow_the_log_in_the_snapshot(env):
     """After k steps every replayed slot's box is its track's logged pose of step k (or invalid)."""
     scenes = {s.scenario_id: s for s in env.scenarios}
-    S = env.num_slots // env.num_worlds
     mode = env.replay_log.slot_mode
     gen = torch.Generator().manual_seed(0)
     td = env.reset()
@@ -109,7 +114,8 @@ def test_replayed_agents_follow_the_log_in_the_snapshot(env):
             sel = env.selections[w]
             sc = scenes[sid]
             replayed_tracks = np.flatnonzero(sel.present & ~sel.controlled)
-            slots = np.flatnonzero(mode[w * S : (w + 1) * S] == SLOT_REPLAYED) + w * S
+            rows = _world_slots(env, w)
+            slots = np.flatnonzero(mode[rows] == SLOT_REPLAYED) + rows.start
             assert len(slots) == len(replayed_tracks)
             for slot, i in zip(slots, replayed_tracks, strict=True):
                 if _in_first_valid_run(sc.track_valid[i], k):

@@ -135,3 +135,29 @@ def test_masked_reset_restarts_only_the_flagged_worlds():
     S = env.num_slots
     assert not torch.equal(box[:S][flagged], before["agent_box"][:S][flagged])
     assert not out["done"].any()
+
+
+def test_pixel_spec_states_uint8_bounds_without_full_size_tensors():
+    """`PixelSpec` says what ``Bounded(0, 255, dtype=uint8)`` says, but its bounds are two scalars
+    broadcast to the spec's shape: no memory per element, even at a training env's size."""
+    from torchrl.data import Bounded, Composite
+
+    from pictura.envs.specs import PixelSpec
+
+    shape = (20480, 4, 54, 96, 3)  # 1.3 GB per full-size bound tensor
+    spec = PixelSpec(shape)
+    low, high = spec.space.low, spec.space.high
+    assert low.shape == high.shape == torch.Size(shape) and low.dtype == torch.uint8
+    assert low.stride() == (0,) * 5 and high.stride() == (0,) * 5  # broadcast views
+    assert int(low[7, 1, 2, 3, 0]) == 0 and int(high[-1, -1, -1, -1, -1]) == 255
+    nested = Composite(observation=Composite(pixels=spec, shape=(shape[0],)), shape=(shape[0],))
+    assert isinstance(nested["observation", "pixels"], PixelSpec)
+    for derived in (spec.clone(), spec[:2], spec.expand(2, *shape)):
+        assert isinstance(derived, PixelSpec) and derived.space.low.stride()[0] == 0
+    small = PixelSpec((3, 2, 4, 5, 3))
+    reference = Bounded(0, 255, shape=(3, 2, 4, 5, 3), dtype=torch.uint8)
+    draws = small.rand()
+    assert draws.dtype == torch.uint8 and reference.is_in(draws) and small.is_in(draws)
+    assert small.is_in(reference.rand()) and small.is_in(small.zero())
+    assert not small.is_in(torch.zeros(3, 2, 4, 5, 3))  # float32 is not uint8
+    assert torch.equal(small.space.low, reference.space.low) and torch.equal(small.space.high, reference.space.high)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +11,7 @@ import warp as wp
 
 from pictura.envs.observations import (
     BOUNDARY_WALL,
+    MIN_SEGMENT_M,
     PARTNER_WIDTH,
     SEGMENT_WIDTH,
     TRAFFIC_WIDTH,
@@ -19,6 +22,7 @@ from pictura.envs.observations import (
 )
 from pictura.maps.roadmap import LIGHT_GREEN, LIGHT_OFF, LIGHT_RED, LIGHT_YELLOW, RoadMap, pack_polylines
 from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxView, WorldLayout, box_row
+from tests.data import data_path
 
 wp.config.log_level = wp.LOG_WARNING  # no start-up banner or module-load lines (INFO)
 
@@ -540,3 +544,43 @@ def test_two_maps_with_different_light_counts():
     assert_matches(got, reference([first, second], lay, box, light, speed))
     # World 0 plays map 1, whose first stop line follows its light 2: world light 0 + 2 (green).
     assert got["traffic_mask"][0].sum() == 3 and got["traffic"][0, 0, 4:].tolist() == [0, 0, 1, 0]
+
+
+def _pieces_loop(points, offsets, span):
+    """`polyline_pieces` by its definition, one polyline at a time: arc length, ceil(s / span)
+    equal pieces, the chord of each (np.interp at the piece ends)."""
+    pieces, owner = [], []
+    for i in range(len(offsets) - 1):
+        p = np.asarray(points[offsets[i] : offsets[i + 1], :2], np.float64)
+        if len(p) < 2:
+            continue
+        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(p, axis=0), axis=1))])
+        if arc[-1] < MIN_SEGMENT_M:
+            continue
+        n = max(1, math.ceil(arc[-1] / span - 1e-6))
+        at = np.linspace(0.0, arc[-1], n + 1)
+        q = np.stack([np.interp(at, arc, p[:, 0]), np.interp(at, arc, p[:, 1])], axis=1)
+        pieces += [np.stack([q[:-1], q[1:]], axis=1)]
+        owner += [np.full(n, i)]
+    return np.concatenate(pieces).astype(np.float32), np.concatenate(owner)
+
+
+def test_polyline_pieces_match_a_loop_over_polylines():
+    """All polylines at once equal the per-polyline definition: the real WOMD sample's lanes
+    and road edges (hundreds of polylines), and degenerate ones (one point, a repeated point,
+    shorter than MIN_SEGMENT_M, empty) between ordinary ones."""
+    from pictura.maps import load
+
+    scene = load(str(sorted(data_path("womd", "tfrecord", directory=True).glob("*.tfrecord"))[0]))
+    rm = scene.road_map
+    odd = np.array([[0, 0, 0], [3, 4, 0], [3, 4, 0], [9, 4, 0], [50, 50, 0], [1, 1, 0], [1, 1, 0],
+                    [0, 0, 0], [0.001, 0, 0], [-5, 2, 0], [20, 2, 0], [20, 30, 0]], np.float64)
+    odd_offsets = np.array([0, 4, 5, 5, 7, 9, 12])
+    for points, offsets in ((rm.lane_points, rm.lane_offsets), (rm.road_edge_points, rm.road_edge_offsets),
+                            (odd, odd_offsets)):
+        for span in (5.0, 2.5, 10.0):
+            got, got_owner = polyline_pieces(points, offsets, span)
+            want, want_owner = _pieces_loop(points, offsets, span)
+            np.testing.assert_array_equal(got_owner, want_owner)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-4)
+    assert polyline_pieces(np.zeros((0, 3)), np.array([0]), 5.0)[0].shape == (0, 2, 2)

@@ -103,3 +103,15 @@ def test_data_argument_errors(tmp_path):
         womd_files(tmp_path)
     with pytest.raises(FileNotFoundError, match="is not a WOMD file"):
         womd_files(tmp_path / "notes.txt")
+
+
+def test_renamed_records_file_matches_full_framing(tmp_path, record):
+    """`write_renamed_records` continues one CRC over each appended id; the file is byte for byte
+    the framing of each renamed record with its CRC computed over the whole record."""
+    from pictura.maps.womd.index import write_renamed_records
+
+    ids = ["r0", "r1", "a-much-longer-scenario-id-" + "x" * 130]  # > 127 bytes: a two-byte length
+    path = tmp_path / "renamed.tfrecord"
+    write_renamed_records(path, record, ids)
+    assert path.read_bytes() == b"".join(_frame(with_scenario_id(record, i)) for i in ids)
+    assert [s.scenario_id for s in index_womd(path, use_cache=False).scenes] == ids

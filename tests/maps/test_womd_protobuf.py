@@ -45,6 +45,30 @@ def test_crc32c_matches_bitwise_reference_at_every_length():
     assert crc32c(b"56789", crc32c(b"1234")) == 0xE3069283
 
 
+def test_crc32c_lanes_match_bitwise_reference():
+    """Data of at least `_LANES_FROM` bytes is checksummed as NumPy lanes of `LANE_BYTES`, then
+    folded: equal to the bit-at-a-time definition at the threshold, at lane multiples, with a
+    tail, with a lane count that is no power of two, and continued from another CRC."""
+    from pictura.maps.womd.tfrecord import _LANES_FROM, LANE_BYTES
+
+    rng = np.random.default_rng(1)
+    for n in (_LANES_FROM - 1, _LANES_FROM, _LANES_FROM + 5, 11 * LANE_BYTES, 13 * LANE_BYTES + 255, 9001):
+        data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+        assert crc32c(data) == _crc32c_bitwise(data), n
+        head = b"womd"
+        assert crc32c(data, crc32c(head)) == _crc32c_bitwise(head + data), n
+
+
+def test_crc32c_lanes_on_a_record_sized_buffer(monkeypatch):
+    """A ~1 MB buffer (a WOMD record's size): the lanes give the byte-table loop's value."""
+    from pictura.maps.womd import tfrecord
+
+    data = np.random.default_rng(2).integers(0, 256, 1_000_003, dtype=np.uint8).tobytes()
+    lanes = crc32c(data)
+    monkeypatch.setattr(tfrecord, "_LANES_FROM", 1 << 62)  # the loop alone (checked bitwise above)
+    assert lanes == crc32c(data)
+
+
 def test_masked_crc_formula():
     crc = _crc32c_bitwise(b"hello")
     assert masked_crc32c(b"hello") == ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) % (1 << 32)
