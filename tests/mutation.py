@@ -457,6 +457,83 @@ FRESH_SET: tuple[Mutant, ...] = (
 them, then run as they were (docs/testing.md, "Current result")."""
 MUTANTS = MUTANTS + FRESH_SET
 
+SIM_STEP = ("tests/sim/test_rule_thresholds.py", "tests/sim/test_observations.py", "tests/sim/test_rollout.py",
+            "tests/sim/test_world_rollout.py")
+OBS = ("tests/envs/test_vectorized_observation.py", "tests/envs/test_observation_slot_table.py",
+       "tests/envs/test_driving_env.py", "tests/sim/test_observations.py")
+
+EXPLORE_SET: tuple[Mutant, ...] = (
+    # ---- a seventh set (2026-12-06), 25 planted before any test was written for it -----------
+    Mutant("lane_offset_sign", "pictura/sim/lanes.py",
+           "offset = -(u[0] * (p[1] - a[1]) - u[1] * (p[0] - a[0]))",
+           "offset = u[0] * (p[1] - a[1]) - u[1] * (p[0] - a[0])", SIM_STEP, "sign"),
+    Mutant("light_offset_one_turn", "pictura/sim/spawn.py",
+           "period = float(wp.max(groups, 1)) * (green + yellow + red)", "period = green + yellow + red",
+           ("tests/sim/test_lights.py", "tests/sim/test_light_modes.py", "tests/sim/test_world_spawn.py"), "dropped"),
+    Mutant("spawn_on_yellow_stop_line", "pictura/sim/spawn.py", "if st == _RED or st == _YELLOW:", "if st == _RED:",
+           ("tests/sim/test_spawn.py", "tests/sim/test_world_spawn.py", "tests/sim/test_lights.py"), "dropped"),
+    Mutant("arc_length_euler", "pictura/sim/dynamics.py", "d = 0.5 * (v_new + v) * dt", "d = v_new * dt",
+           ("tests/sim/test_dynamics.py",) + SIM_STEP, "dropped"),
+    Mutant("goal_obs_lateral_sign", "pictura/sim/kernels.py",
+           "goals_out[slot, 2 * k + 1] = (-s * dx + c * dy) / 600.0",
+           "goals_out[slot, 2 * k + 1] = (s * dx + c * dy) / 600.0", SIM_STEP + ("tests/sim/test_goals.py",), "sign"),
+    Mutant("drivable_margin", "pictura/sim/events.py", "DRIVABLE_MARGIN_LANE_WIDTHS = 0.5",
+           "DRIVABLE_MARGIN_LANE_WIDTHS = 1.0", CONSTANTS + SIM_RULES + ("tests/sim/test_offroad.py",), "constant"),
+    Mutant("vel_align_speed_dropped", "pictura/sim/rewards.py", "wp.min(v * cos_t, 0.0)", "wp.min(cos_t, 0.0)",
+           SIM_RULES + ("tests/envs/test_step_outputs.py",), "dropped"),
+    Mutant("point_in_box_width_by_length", "pictura/sim/geometry.py",
+           "wp.abs(-s * d[0] + c * d[1]) < half_width", "wp.abs(-s * d[0] + c * d[1]) < half_length",
+           ("tests/sim/test_collision.py", "tests/sim/test_offroad.py") + SIM_RULES, "swap"),
+    Mutant("segment_full_length", "pictura/envs/observations.py", "out[row, j, 2] = half / _LEN",
+           "out[row, j, 2] = 2.0 * half / _LEN", OBS, "dropped"),
+    Mutant("partner_width_by_length_scale", "pictura/envs/observations.py", "partners_out[row, j, 3] = width / _WID",
+           "partners_out[row, j, 3] = width / _LEN", OBS, "swap"),
+    Mutant("traffic_end_x_from_start", "pictura/envs/observations.py", "traffic_out[row, j, 2] = b[0] / _POS",
+           "traffic_out[row, j, 2] = a[0] / _POS", OBS, "swap"),
+    Mutant("final_obs_drops_terminated", "pictura/envs/driving.py", "final_active = acting | terminated",
+           "final_active = acting", ("tests/envs/test_final_record.py", "tests/sim/test_final_observation.py",
+           "tests/envs/test_driving_env.py", "tests/envs/test_step_outputs.py"), "dropped"),
+    Mutant("cosine_past_total", "pictura/modules/ppo.py", "math.cos(math.pi * min(iteration, total) / total)",
+           "math.cos(math.pi * iteration / total)", CONSTANTS + ("tests/modules/test_ppo.py",) + WIRING, "dropped"),
+    Mutant("final_record_index_swapped", "pictura/modules/ppo.py",
+           "observation_from_record(final, padded // S, padded % S)",
+           "observation_from_record(final, padded % S, padded // S)",
+           ("tests/modules/test_ppo.py", "tests/modules/test_real_env.py") + WIRING, "swap"),
+    Mutant("return_norm_not_centred", "pictura/modules/gae.py", "return (x - self.mean) / self.std()",
+           "return x / self.std()", ("tests/modules/test_gae.py", "tests/modules/test_ppo.py"), "dropped"),
+    Mutant("pixels_not_scaled", "pictura/modules/encoders.py", ".float().div_(255.0)", ".float()",
+           ("tests/modules/test_init.py", "tests/modules/test_alberti.py", "tests/modules/test_ppo.py"), "dropped"),
+    Mutant("infraction_by_any_collision", "pictura/eval/metrics.py",
+           "infraction = events[:, 0] | events[:, 2] | events[:, 3]",
+           "infraction = events[:, 1] | events[:, 2] | events[:, 3]", ("tests/eval/test_metrics.py",), "swap"),
+    Mutant("red_light_counter_index", "pictura/eval/metrics.py", "rows[:, C_RED_LIGHT] = flags[:, 3]",
+           "rows[:, C_RED_LIGHT] = flags[:, 2]", ("tests/eval/test_metrics.py",), "swap"),
+    Mutant("standard_error_without_bessel", "pictura/eval/metrics.py",
+           "return math.sqrt(spread / (k * (k - 1.0))) / (b / k)", "return math.sqrt(spread / (k * k)) / (b / k)",
+           ("tests/eval/test_metrics.py", "tests/eval/test_report.py"), "dropped"),
+    Mutant("cyclist_side_faces_swapped", "pictura/render/palette.py",
+           "(0.22, 0.80, 0.28),\n    (0.30, 0.62, 0.45),", "(0.30, 0.62, 0.45),\n    (0.22, 0.80, 0.28),",
+           CONSTANTS + RENDER, "table"),
+    Mutant("depth_shade_floor_dropped", "pictura/render/common.py", "_SHADE_MIN + (1.0 - _SHADE_MIN) * wp.exp(",
+           "_SHADE_MIN + wp.exp(", CONSTANTS + RENDER, "dropped"),
+    Mutant("light_visibility_unnormalised", "pictura/render/common.py",
+           "c = (gx * wp.cos(heading) + gy * wp.sin(heading)) / g", "c = gx * wp.cos(heading) + gy * wp.sin(heading)",
+           RENDER + ("tests/render/test_cull_paths.py",), "dropped"),
+    Mutant("opendrive_width_absolute_s", "pictura/maps/opendrive/lanes.py",
+           "w = cubic(s - s0, lane.width_s, lane.width_coef)", "w = cubic(s, lane.width_s, lane.width_coef)",
+           ("tests/maps/test_opendrive_geometry.py", "tests/maps/test_opendrive_junction.py",
+            "tests/maps/test_opendrive_towns.py"), "dropped"),
+    Mutant("opendrive_kmh_inverted", "pictura/maps/opendrive/reader.py", '"km/h": 1.0 / 3.6,', '"km/h": 3.6,',
+           ("tests/maps/test_opendrive_geometry.py", "tests/maps/test_opendrive_errors.py",
+            "tests/maps/test_opendrive_towns.py"), "constant"),
+    Mutant("womd_yellow_line_types", "pictura/maps/womd/features.py",
+           "ROAD_LINE_YELLOW_TYPES = frozenset({4, 5, 6, 7, 8})", "ROAD_LINE_YELLOW_TYPES = frozenset({5, 6, 7, 8})",
+           ("tests/maps/test_womd_features.py", "tests/maps/test_womd_json.py"), "table"),
+)  # fmt: skip
+"""Twenty-five bugs planted across the six directories *before* any test was written for them,
+then run as they were (docs/testing.md, "Current result")."""
+MUTANTS = MUTANTS + EXPLORE_SET
+
 
 def _data_root() -> str | None:
     if os.environ.get("PICTURA_DATA"):
