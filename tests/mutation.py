@@ -57,7 +57,8 @@ class Mutant:
 SIM_RULES = ("tests/sim/test_rule_thresholds.py",)
 CONSTANTS = ("tests/test_paper_constants.py",)
 WIRING = ("tests/modules/test_ppo_wiring.py",)
-RENDER = ("tests/render/test_camera_mount.py", "tests/render/test_view_basics.py", "tests/render/test_rasterizer.py")
+RENDER = ("tests/render/test_camera_mount.py", "tests/render/test_view_basics.py", "tests/render/test_rasterizer.py",
+          "tests/render/test_render_funcs.py")
 
 MUTANTS: tuple[Mutant, ...] = (
     # ---- sim/: event rules -----------------------------------------------------------------
@@ -483,7 +484,8 @@ EXPLORE_SET: tuple[Mutant, ...] = (
            SIM_RULES + ("tests/envs/test_step_outputs.py",), "dropped"),
     Mutant("point_in_box_width_by_length", "pictura/sim/geometry.py",
            "wp.abs(-s * d[0] + c * d[1]) < half_width", "wp.abs(-s * d[0] + c * d[1]) < half_length",
-           ("tests/sim/test_collision.py", "tests/sim/test_offroad.py") + SIM_RULES, "swap"),
+           ("tests/sim/test_geometry_funcs.py", "tests/sim/test_collision.py", "tests/sim/test_offroad.py") + SIM_RULES,
+           "swap"),
     Mutant("segment_full_length", "pictura/envs/observations.py", "out[row, j, 2] = half / _LEN",
            "out[row, j, 2] = 2.0 * half / _LEN", OBS, "dropped"),
     Mutant("partner_width_by_length_scale", "pictura/envs/observations.py", "partners_out[row, j, 3] = width / _WID",
@@ -494,7 +496,8 @@ EXPLORE_SET: tuple[Mutant, ...] = (
            "final_active = acting", ("tests/envs/test_final_record.py", "tests/sim/test_final_observation.py",
            "tests/envs/test_driving_env.py", "tests/envs/test_step_outputs.py"), "dropped"),
     Mutant("cosine_past_total", "pictura/modules/ppo.py", "math.cos(math.pi * min(iteration, total) / total)",
-           "math.cos(math.pi * iteration / total)", CONSTANTS + ("tests/modules/test_ppo.py",) + WIRING, "dropped"),
+           "math.cos(math.pi * iteration / total)",
+           CONSTANTS + ("tests/modules/test_encoder_inputs.py", "tests/modules/test_ppo.py") + WIRING, "dropped"),
     Mutant("final_record_index_swapped", "pictura/modules/ppo.py",
            "observation_from_record(final, padded // S, padded % S)",
            "observation_from_record(final, padded % S, padded // S)",
@@ -502,15 +505,15 @@ EXPLORE_SET: tuple[Mutant, ...] = (
     Mutant("return_norm_not_centred", "pictura/modules/gae.py", "return (x - self.mean) / self.std()",
            "return x / self.std()", ("tests/modules/test_gae.py", "tests/modules/test_ppo.py"), "dropped"),
     Mutant("pixels_not_scaled", "pictura/modules/encoders.py", ".float().div_(255.0)", ".float()",
-           ("tests/modules/test_init.py", "tests/modules/test_alberti.py", "tests/modules/test_ppo.py"), "dropped"),
+           ("tests/modules/test_encoder_inputs.py", "tests/modules/test_init.py", "tests/modules/test_alberti.py", "tests/modules/test_ppo.py"), "dropped"),
     Mutant("infraction_by_any_collision", "pictura/eval/metrics.py",
            "infraction = events[:, 0] | events[:, 2] | events[:, 3]",
-           "infraction = events[:, 1] | events[:, 2] | events[:, 3]", ("tests/eval/test_metrics.py",), "swap"),
+           "infraction = events[:, 1] | events[:, 2] | events[:, 3]", ("tests/eval/test_metrics.py", "tests/eval/test_metrics_stream.py"), "swap"),
     Mutant("red_light_counter_index", "pictura/eval/metrics.py", "rows[:, C_RED_LIGHT] = flags[:, 3]",
-           "rows[:, C_RED_LIGHT] = flags[:, 2]", ("tests/eval/test_metrics.py",), "swap"),
+           "rows[:, C_RED_LIGHT] = flags[:, 2]", ("tests/eval/test_metrics.py", "tests/eval/test_metrics_stream.py"), "swap"),
     Mutant("standard_error_without_bessel", "pictura/eval/metrics.py",
            "return math.sqrt(spread / (k * (k - 1.0))) / (b / k)", "return math.sqrt(spread / (k * k)) / (b / k)",
-           ("tests/eval/test_metrics.py", "tests/eval/test_report.py"), "dropped"),
+           ("tests/eval/test_metrics.py", "tests/eval/test_metrics_stream.py", "tests/eval/test_report.py"), "dropped"),
     Mutant("cyclist_side_faces_swapped", "pictura/render/palette.py",
            "(0.22, 0.80, 0.28),\n    (0.30, 0.62, 0.45),", "(0.30, 0.62, 0.45),\n    (0.22, 0.80, 0.28),",
            CONSTANTS + RENDER, "table"),
