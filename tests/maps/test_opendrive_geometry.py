@@ -230,3 +230,40 @@ def test_simplify_keeps_every_vertex_within_tolerance():
     t = np.clip(((line[:, None] - a) * ab).sum(-1) / (ab * ab).sum(-1), 0, 1)
     d = np.linalg.norm(line[:, None] - (a + t[..., None] * ab), axis=-1).min(1)
     assert d.max() <= 0.01 + 1e-9
+
+
+def test_parking_lane_spots_every_6_m_on_its_centre(tmp_path):
+    """docs/opendrive.md: a parking lane (outside junctions) gets a spot every 6 m along its
+    centre, heading the side's travel direction; here a 2.5 m parking lane right of a 3.5 m
+    driving lane on a 40 m straight road at heading 0.3."""
+    h, length = 0.3, 40.0
+    text = f"""<?xml version="1.0"?>
+<OpenDRIVE>
+  <header revMajor="1" revMinor="4"/>
+  <road name="r" length="{length}" id="1" junction="-1">
+    <planView><geometry s="0" x="10.0" y="-5.0" hdg="{h}" length="{length}"><line/></geometry></planView>
+    <lanes>
+      <laneSection s="0">
+        <left><lane id="1" type="driving"><width sOffset="0" a="3.0" b="0" c="0" d="0"/></lane></left>
+        <center><lane id="0" type="none"/></center>
+        <right>
+          <lane id="-1" type="driving"><width sOffset="0" a="3.5" b="0" c="0" d="0"/></lane>
+          <lane id="-2" type="parking"><width sOffset="0" a="2.5" b="0" c="0" d="0"/></lane>
+        </right>
+      </laneSection>
+    </lanes>
+  </road>
+</OpenDRIVE>
+"""
+    path = tmp_path / "parking.xodr"
+    path.write_text(text)
+    rm, _ = build_road_map(path)
+    spots = rm.parking_spots.astype(np.float64)
+    assert len(spots) == int(length // 6.0)
+    u, left = np.array([np.cos(h), np.sin(h)]), np.array([-np.sin(h), np.cos(h)])
+    rel = spots[:, :2] - np.array([10.0, -5.0])
+    np.testing.assert_allclose(rel @ left, -(3.5 + 1.25), atol=1e-3)  # the parking lane's centre
+    s = np.sort(rel @ u)
+    np.testing.assert_allclose(np.diff(s), 6.0, atol=1e-3)
+    assert s[0] >= 0 and s[-1] <= length
+    np.testing.assert_allclose(spots[:, 3], h, atol=1e-4)

@@ -264,3 +264,24 @@ def test_eight_by_eight_town_is_valid_and_connected() -> None:
 def test_new_bad_keys_raise_naming_the_key(source: str, key: str) -> None:
     with pytest.raises(ValueError, match=key):
         load(source)
+
+
+def test_block_curb_corners_are_5_m_arcs() -> None:
+    """docs/maps.md: a closed curb loop around each block with a 5 m corner radius. On a grid
+    town (no curved roads, no roundabouts) every bend of a road edge lies on such an arc: the
+    circle through any three consecutive curb points that bend is 5 m across the corner."""
+    m = generate(
+        seed=1, blocks_x=3, blocks_y=3, merge_prob=0.0, parking_prob=0.0, parking_lane_prob=0.0,
+        curve_prob=0.0, roundabout_prob=0.0, roundabouts=0,
+    )  # fmt: skip
+    radii = []
+    for k in range(m.road_edge_count):
+        p = m.road_edge_points[m.road_edge_offsets[k] : m.road_edge_offsets[k + 1], :2].astype(np.float64)
+        for a, b, c in zip(p[:-2], p[1:-1], p[2:], strict=True):
+            cross = abs((b - a)[0] * (c - a)[1] - (b - a)[1] * (c - a)[0])
+            if cross > 1e-6:
+                radii.append(np.linalg.norm(b - a) * np.linalg.norm(c - b) * np.linalg.norm(a - c) / (2 * cross))
+    bends = np.array(radii)
+    bends = bends[bends < 50.0]  # nearly straight runs of an irregular block side are not corners
+    assert len(bends) > 50
+    np.testing.assert_allclose(bends, 5.0, atol=0.01)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import warp as wp
 
 from pictura.maps.roadmap import (
@@ -22,8 +23,9 @@ from pictura.maps.roadmap import (
     LIGHT_RED,
     LIGHT_YELLOW,
 )
-from pictura.render import palette
+from pictura.render import CameraRig, Renderer, palette
 from pictura.render.common import coverage, depth_shade, light_visibility
+from tests.render.conftest import boxes, empty_map, layout
 
 DEVICE = "cpu"
 
@@ -143,3 +145,35 @@ def test_palette_reads_as_documented():
         assert c[kind, palette.FACE_FRONT].sum() > c[kind, palette.FACE_BACK].sum()
         assert not np.allclose(c[kind, palette.FACE_LEFT], c[kind, palette.FACE_RIGHT])
         assert c[kind, palette.FACE_TOP].min() > max(c[kind, f].min() for f in range(4))
+
+
+def test_camera_rig_defaults_are_table_3_and_the_documented_clip():
+    rig = CameraRig()
+    assert [c.name for c in rig.cameras] == ["front", "front_left", "front_right", "back"]
+    assert (rig.focal_px, rig.sensor_width, rig.sensor_height) == (1545.0, 1920, 1080)
+    assert (rig.near, rig.far) == (0.1, 120.0)  # docs/renderer.md
+    assert rig.principal_point is None
+
+
+@pytest.mark.parametrize("distance", [60.0, 95.0, 108.0, 117.0, 125.0])
+def test_a_face_fades_over_the_last_15_percent_before_far(distance):
+    """A wall-sized box face-on at ``distance`` m: its colour is the palette's back face shaded
+    by 0.45 + 0.55 exp(-t / 50), composited over the sky with alpha clamp((120 - t) / 18, 0, 1)
+    (docs/renderer.md: geometry fades out over the last 15 % before `far`, 120 m)."""
+    from tests.render.test_rasterizer import EGO, FRONT, render_one
+
+    rig = CameraRig(cameras=[FRONT], width=96, height=54)
+    renderer = Renderer([empty_map()], layout(1, 8), rig)
+    # the face nearest the camera (1.5 m up at the origin, facing +x) lies ``distance`` m ahead
+    wall = (distance + 0.5, 0.0, 0.0, 0.0, 1.0, 200.0, 60.0, AGENT_VEHICLE)
+    img = render_one(renderer, boxes(8, {0: EGO, 1: wall}))[0].astype(float) / 255.0
+    row, col = 20, 48  # above the horizon: sky behind
+    focal = 1545.0 * 96 / 1920
+    ray = np.array([focal, 48.0 - (col + 0.5), 27.0 - (row + 0.5)])  # principal point (48, 27)
+    t = distance * np.linalg.norm(ray) / focal
+    alpha = np.clip((120.0 - t) / 18.0, 0.0, 1.0)
+    face = np.asarray(palette.AGENT_FACE_COLOR[AGENT_VEHICLE, palette.FACE_BACK]) * (
+        0.45 + 0.55 * np.exp(-t / 50.0)
+    )
+    want = alpha * face + (1 - alpha) * np.asarray(palette.SKY)
+    np.testing.assert_allclose(img[row, col], want, atol=2.5 / 255)

@@ -293,3 +293,40 @@ def test_box_pairs_match_numpy():
     assert sure.mean() > 0.8
     assert np.array_equal(lo[sure], out[sure, 3] == 1), "swept_box_hits_segment"
     assert 0.2 < lo[sure].mean() < 0.9
+
+
+def test_a_box_turning_up_to_half_a_turn_never_steps_over_an_edge():
+    """`swept_box_hits_segment`'s interpolated poses are enough for a box to turn through
+    ~180 deg in one step: every road-edge-like segment (4-10 m) that the true sweep reaches
+    0.2 m deep is hit."""
+    rng = np.random.default_rng(5)
+    n = N
+    pair = np.zeros((n, 16))
+    pair[:, 0:2] = rng.uniform(-1, 1, (n, 2))
+    pair[:, 2] = rng.uniform(-np.pi, np.pi, n)
+    pair[:, 3:5] = pair[:, 0:2] + rng.uniform(-1.5, 1.5, (n, 2))
+    pair[:, 5] = pair[:, 2] + rng.choice([-1, 1], n) * rng.uniform(1.5, 3.0, n)
+    pair[:, 6], pair[:, 7] = rng.uniform(3.0, 5.5, n), rng.uniform(1.5, 2.2, n)
+    pair[:, 8:10] = 50.0  # box B far away (unused)
+    pair[:, 11:13] = 50.0
+    pair[:, 14:16] = 1.0
+    mid = rng.uniform(-4, 4, (n, 2))
+    angle = rng.uniform(-np.pi, np.pi, n)
+    half = rng.uniform(2.0, 5.0, n)[:, None] * np.stack([np.cos(angle), np.sin(angle)], 1)
+    seg = np.column_stack([mid - half, mid + half])
+    pair, seg = pair.astype(np.float32).astype(np.float64), seg.astype(np.float32).astype(np.float64)
+    out = _run(_pairs_kernel, [pair, seg], ints=4)[0]
+
+    deep = np.zeros(n, bool)
+    a, b = seg[:, 0:2], seg[:, 2:4]
+    for t in np.linspace(0.0, 1.0, 361):
+        c = pair[:, 0:2] + t * (pair[:, 3:5] - pair[:, 0:2])
+        h = pair[:, 2] + t * (pair[:, 5] - pair[:, 2])
+        deep |= _clip_hits(_local(a, c, h), _local(b, c, h), 0.5 * pair[:, 6] - 0.2, 0.5 * pair[:, 7] - 0.2)
+    ends = np.zeros(n, bool)
+    for c, h in ((pair[:, 0:2], pair[:, 2]), (pair[:, 3:5], pair[:, 5])):
+        ends |= _clip_hits(_local(a, c, h), _local(b, c, h), 0.5 * pair[:, 6], 0.5 * pair[:, 7])
+    # the cases only the turn between the end poses reaches
+    between = deep & ~ends
+    assert between.sum() > 100
+    assert np.all(out[deep, 3] == 1), f"{np.sum(out[deep, 3] == 0)} of {deep.sum()} deep contacts missed"
