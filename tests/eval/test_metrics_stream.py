@@ -141,3 +141,60 @@ def test_ratio_error_with_equal_episodes_is_the_standard_error_of_the_mean():
     out = summarize(counters)
     assert out["offroad"] == pytest.approx(rates.mean())
     assert out["offroad_se"] == pytest.approx(rates.std(ddof=1) / np.sqrt(len(rates)))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_partner_and_fault_of_random_worlds_match_a_loop(seed):
+    """`collision_partner` and `collision_at_fault` on random worlds (agents and parked cars of
+    random sizes, headings, heights and speeds, some rows empty) against App. C.1's rule written
+    as a loop: the partner is the box of the same world, not the ego, |dz| < 4 m, with the
+    smallest gap between circumscribed circles; the ego is blameless below 0.2 m/s or when that
+    partner is an agent whose centre is behind the ego's rear bumper while the ego does not reverse."""
+    from pictura.eval.metrics import collision_at_fault, collision_partner
+    from pictura.sim.snapshot import BOX_INVALID, box_row
+
+    rng = np.random.default_rng(seed)
+    W, K, P = 60, 5, 3
+    rows = []
+    for _ in range(W * K + W * P):
+        if rng.random() < 0.15:
+            rows.append(box_row(x=0.0, y=0.0, z=0.0, heading=0.0, length=0.0, width=0.0, height=0.0, kind=BOX_INVALID))
+        else:
+            rows.append(box_row(
+                x=rng.uniform(-15, 15), y=rng.uniform(-15, 15), z=rng.choice([0.0, 0.0, 0.0, 5.0]),
+                heading=rng.uniform(-np.pi, np.pi), length=rng.uniform(0.5, 10.0), width=rng.uniform(0.3, 2.5),
+                height=1.5, kind=0.0,
+            ))  # fmt: skip
+    S = W * K
+    for m in [j for j in range(1, K)] + [S + j for j in range(P)]:
+        rows[m][2] += 20.0  # world 0's other boxes on another level: slot 0 has no partner
+    rows[0][7] = 0.0
+    boxes = torch.tensor(rows, dtype=torch.float32)
+    speed = torch.tensor(rng.choice([-3.0, -0.1, 0.0, 0.15, 0.25, 5.0], S), dtype=torch.float32)
+    halted = torch.tensor(rng.random(S) < 0.3)
+    collision = torch.ones(S, dtype=torch.bool)
+    code = collision_partner(collision, boxes, halted, K, P).numpy()
+    fault = collision_at_fault(collision, speed, boxes, K, P).numpy()
+
+    b = boxes.double().numpy()
+    for s in range(S):
+        w, k = divmod(s, K)
+        members = [w * K + j for j in range(K)] + [S + w * P + j for j in range(P)]
+        best, partner = np.inf, None
+        for m in members:
+            if m == s or b[m, 7] < 0 or abs(b[m, 2] - b[s, 2]) >= 4.0:
+                continue
+            gap = np.hypot(b[m, 0] - b[s, 0], b[m, 1] - b[s, 1]) - 0.5 * np.hypot(b[s, 4], b[s, 5]) - 0.5 * np.hypot(
+                b[m, 4], b[m, 5]
+            )
+            if gap < best:
+                best, partner = gap, m
+        want = 3 if partner is None else 2 if partner >= S else 0 if halted[partner] else 1
+        assert code[s] == want, s
+        v = float(speed[s])
+        behind = False
+        if partner is not None and partner < S:
+            rel_x = np.cos(b[s, 3]) * (b[partner, 0] - b[s, 0]) + np.sin(b[s, 3]) * (b[partner, 1] - b[s, 1])
+            behind = rel_x < -0.5 * b[s, 4] and v >= 0
+        assert fault[s] == (not (abs(v) < 0.2 or behind)), s
+    assert len(set(code.tolist())) == 4 and 0 < fault.mean() < 1
