@@ -635,6 +635,18 @@ GAP_SET: tuple[Mutant, ...] = (
            ("tests/maps/test_opendrive_geometry.py", "tests/maps/test_opendrive_junction.py", "tests/maps/test_opendrive_towns.py", "tests/maps/test_opendrive_tolerance.py"), "constant"),
     Mutant("simplify", "pictura/maps/opendrive/build.py", "SIMPLIFY_TOLERANCE_M = 0.01", "SIMPLIFY_TOLERANCE_M = 0.1",
            ("tests/maps/test_opendrive_geometry.py", "tests/maps/test_opendrive_junction.py", "tests/maps/test_opendrive_towns.py", "tests/maps/test_opendrive_tolerance.py"), "constant"),
+    Mutant("edges_as_dividers", "pictura/render/scene.py", "kinds.append(np.full(len(eseg), LINE_ROAD_EDGE, np.int32))", "kinds.append(np.full(len(eseg), LINE_LANE_DIVIDER, np.int32))",
+           ("tests/render/test_camera_mount.py", "tests/render/test_view_basics.py", "tests/render/test_rasterizer.py", "tests/render/test_render_funcs.py"), "table"),
+    Mutant("stop_as_edge", "pictura/render/scene.py", "kinds.append(np.full(len(sseg), LINE_STOP_LINE, np.int32))", "kinds.append(np.full(len(sseg), LINE_ROAD_EDGE, np.int32))",
+           ("tests/render/test_camera_mount.py", "tests/render/test_view_basics.py", "tests/render/test_rasterizer.py", "tests/render/test_render_funcs.py"), "table"),
+    Mutant("marking_to_line", "pictura/render/palette.py", "MARKING_TO_LINE = {MARKING_LANE_DIVIDER: LINE_LANE_DIVIDER, MARKING_CENTRE_LINE: LINE_CENTRE_LINE}", "MARKING_TO_LINE = {MARKING_LANE_DIVIDER: LINE_CENTRE_LINE, MARKING_CENTRE_LINE: LINE_LANE_DIVIDER}",
+           ("tests/render/test_camera_mount.py", "tests/render/test_view_basics.py", "tests/render/test_rasterizer.py", "tests/render/test_render_funcs.py"), "table"),
+    Mutant("replay_next_step", "pictura/sim/replay.py", "    t = state_in.world_step[w] + 1\n    tr = model.slot_track[slot]", "    t = state_in.world_step[w]\n    tr = model.slot_track[slot]",
+           ("tests/sim/test_replay.py", "tests/envs/test_replay_env.py", "tests/eval/test_womd_rollout.py"), "swap"),
+    Mutant("replay_width_height", "pictura/sim/replay.py", "        state_out.width[slot] = size[1]\n        state_out.height[slot] = size[2]", "        state_out.width[slot] = size[2]\n        state_out.height[slot] = size[1]",
+           ("tests/sim/test_replay.py", "tests/envs/test_replay_env.py", "tests/eval/test_womd_rollout.py"), "swap"),
+    Mutant("replay_distance", "pictura/sim/replay.py", "state_out.distance[slot] = state_in.distance[slot] + wp.length(pos - state_in.pos[slot])", "state_out.distance[slot] = wp.length(pos - state_in.pos[slot])",
+           ("tests/sim/test_replay.py", "tests/envs/test_replay_env.py", "tests/eval/test_womd_rollout.py"), "dropped"),
 )  # fmt: skip
 """Mutants written after `EXPLORE_SET`'s tests, by reading the code for families no test pinned
 (docs/testing.md, "Current result"); each survivor got a test. They measure the suite against

@@ -22,6 +22,8 @@ from pictura.maps.roadmap import (
     LIGHT_OFF,
     LIGHT_RED,
     LIGHT_YELLOW,
+    MARKING_CENTRE_LINE,
+    MARKING_LANE_DIVIDER,
 )
 from pictura.render import CameraRig, Renderer, palette
 from pictura.render.common import coverage, depth_shade, light_visibility
@@ -177,3 +179,52 @@ def test_a_face_fades_over_the_last_15_percent_before_far(distance):
     )
     want = alpha * face + (1 - alpha) * np.asarray(palette.SKY)
     np.testing.assert_allclose(img[row, col], want, atol=2.5 / 255)
+
+
+def _line_map(kind: str):
+    from pictura.maps.roadmap import pack_polylines
+
+    pts, off = pack_polylines([np.array([[6.0, -20.0, 0.0], [6.0, 20.0, 0.0]])])
+    if kind in ("lane_divider", "centre_line"):
+        return empty_map(marking_points=pts, marking_offsets=off, marking_kind=np.array([MARKINGS[kind]], np.int32))
+    if kind == "road_edge":
+        return empty_map(road_edge_points=pts, road_edge_offsets=off)
+    lane, lane_off = pack_polylines([np.array([[0.0, -30.0, 0.0], [0.0, -25.0, 0.0]])])
+    return empty_map(
+        lane_points=lane.astype(np.float32), lane_offsets=lane_off, lane_width=np.array([3.5], np.float32),
+        lane_speed_limit=np.zeros(1, np.float32), lane_junction=np.full(1, -1, np.int32),
+        lane_successor_offsets=np.zeros(2, np.int32), lane_successors=np.zeros(0, np.int32),
+        stop_line_points=pts.reshape(1, 2, 3).astype(np.float32), stop_line_lane=np.array([0], np.int32),
+        stop_line_light=np.array([-1], np.int32),
+    )  # fmt: skip
+
+
+MARKINGS = {"lane_divider": MARKING_LANE_DIVIDER, "centre_line": MARKING_CENTRE_LINE}
+
+
+@pytest.mark.parametrize(
+    ("kind", "rgb", "width"),
+    [
+        ("lane_divider", (0.92, 0.92, 0.92), 0.15),
+        ("centre_line", (0.95, 0.78, 0.10), 0.15),
+        ("road_edge", (0.62, 0.62, 0.66), 0.20),
+        ("stop_line", (1.00, 1.00, 1.00), 0.40),
+    ],
+)
+def test_each_ground_line_is_drawn_in_its_colour_and_width(kind, rgb, width):
+    """docs/renderer.md: ground lines in their kind's colour (unshaded) and painted width: a
+    line across the view 6 m ahead of a camera 1.5 m up covers the image rows of its band,
+    309 x 1.5 x (1 / (6 - w / 2) - 1 / (6 + w / 2)) px (focal 309 px at 384 x 216, horizon at
+    row 108), in that colour where it covers a whole pixel."""
+    from tests.render.test_rasterizer import EGO, FRONT, render_one
+
+    rig = CameraRig(cameras=[FRONT], width=384, height=216)
+    img = render_one(Renderer([_line_map(kind)], layout(1, 8), rig), boxes(8, {0: EGO}))[0].astype(float)
+    column = img[109:, 192]  # the ground below the horizon, straight ahead
+    ground = palette.to_uint8(palette.GROUND).astype(float)
+    colour = palette.to_uint8(rgb).astype(float)
+    channel = int(np.argmax(np.abs(colour - ground)))
+    coverage = (column[:, channel] - ground[channel]) / (colour[channel] - ground[channel])
+    band = 309.0 * 1.5 * (1 / (6 - width / 2) - 1 / (6 + width / 2))
+    assert abs(coverage.sum() - band) < 0.3, (coverage.sum(), band)
+    np.testing.assert_allclose(img[185, 192], colour, atol=1.0)  # row 185 lies inside every band
