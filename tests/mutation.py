@@ -561,7 +561,7 @@ GAP_SET: tuple[Mutant, ...] = (
            ("tests/test_paper_constants.py", "tests/render/test_camera_mount.py", "tests/render/test_view_basics.py", "tests/render/test_rasterizer.py", "tests/render/test_render_funcs.py"), "constant"),
     Mutant("far_fade", "pictura/render/common.py", "_FAR_FADE = wp.constant(0.15)", "_FAR_FADE = wp.constant(0.3)",
            ("tests/render/test_camera_mount.py", "tests/render/test_view_basics.py", "tests/render/test_rasterizer.py", "tests/render/test_render_funcs.py"), "constant"),
-    Mutant("wall_height", "pictura/maps/opendrive/build.py", "WALL_HEIGHT_M = 6.0", "WALL_HEIGHT_M = 3.0",
+    Mutant("opendrive_wall_height", "pictura/maps/opendrive/build.py", "WALL_HEIGHT_M = 6.0", "WALL_HEIGHT_M = 3.0",
            ("tests/maps/test_opendrive_geometry.py", "tests/maps/test_opendrive_junction.py", "tests/maps/test_opendrive_towns.py"), "constant"),
     Mutant("parking_spacing", "pictura/maps/opendrive/build.py", "PARKING_SPACING_M = 6.0", "PARKING_SPACING_M = 5.0",
            ("tests/maps/test_opendrive_geometry.py", "tests/maps/test_opendrive_junction.py", "tests/maps/test_opendrive_towns.py"), "constant"),
@@ -623,7 +623,7 @@ GAP_SET: tuple[Mutant, ...] = (
            ("tests/maps/test_procedural.py", "tests/maps/test_procedural_features.py"), "table"),
     Mutant("multilane_speed", "pictura/maps/procedural/builder.py", "speed = self.speed_limit * (1.0 + 0.2 * (n - 1))", "speed = self.speed_limit * (1.0 + 0.1 * (n - 1))",
            ("tests/maps/test_procedural.py", "tests/maps/test_procedural_features.py"), "constant"),
-    Mutant("wall_height", "pictura/maps/procedural/builder.py", "self.wall_height.append(float(rng.uniform(4.0, 10.0)))", "self.wall_height.append(float(rng.uniform(4.0, 6.0)))",
+    Mutant("procedural_wall_height", "pictura/maps/procedural/builder.py", "self.wall_height.append(float(rng.uniform(4.0, 10.0)))", "self.wall_height.append(float(rng.uniform(4.0, 6.0)))",
            ("tests/maps/test_procedural.py", "tests/maps/test_procedural_features.py"), "constant"),
     Mutant("wall_pieces", "pictura/maps/procedural/builder.py", "n = max(1, int(round(side / rng.uniform(8.0, 20.0))))", "n = max(1, int(round(side / rng.uniform(8.0, 40.0))))",
            ("tests/maps/test_procedural.py", "tests/maps/test_procedural_features.py"), "constant"),
@@ -725,6 +725,9 @@ def main(argv: list[str] | None = None) -> int:
         for m in mutants:
             print(f"{m.name:34s} {m.kind:10s} {m.path}: {m.old!r} -> {m.new!r}")
         return 0
+    twice = sorted({m.name for m in MUTANTS if sum(n.name == m.name for n in MUTANTS) > 1})
+    if twice:
+        raise SystemExit(f"mutant names must be unique (--only picks by name): {twice}")
     # a mutant whose text moved would silently test nothing: check them all before running any
     for m in mutants:
         count = (REPO / m.path).read_text().count(m.old)
