@@ -82,3 +82,34 @@ def test_an_agent_that_terminates_as_its_world_resets_is_terminated_not_truncate
                     both = True
         td = nxt
     assert both  # some world reset on the step one of its agents terminated
+
+
+def test_every_acting_slot_gets_its_last_view_in_next():
+    """``next_observation="final"``: every slot that acted this step, whether it goes on, ends
+    by an infraction or is cut by its world's reset, holds its last view in ``("next", ...)``
+    and is ``valid`` there; a slot that did not act (empty, halted before) is not. So
+    ``next["valid"]`` is the step's input ``valid``, slot for slot."""
+    env = DrivingEnv(
+        seed=5, maps=[MAP], num_worlds=2, slots_per_world=10, agents_per_world=(6, 10),
+        observation=VectorizedObservationConfig(variant="privileged"),
+        sim=SimConfig(episode_length=EPISODE, early_reset_halted_fraction=1.0),
+    )  # fmt: skip
+    gen = torch.Generator().manual_seed(1)
+    td = env.reset()
+    saw = {"terminated": 0, "truncated": 0, "idle": 0}
+    for _ in range(EPISODE + 2):
+        valid = td["valid"].reshape(-1)
+        action = SWERVES[torch.randint(0, 2, (env.num_slots,), generator=gen)]
+        # TorchRL's masked reset hands the done slots their next episode's first observation
+        td, root = env.step_and_maybe_reset(td.set("action", action))
+        nxt = td["next"]
+        terminated, truncated = nxt["terminated"].reshape(-1), nxt["truncated"].reshape(-1)
+        assert torch.equal(nxt["valid"].reshape(-1), valid)
+        ego = nxt["observation", "ego"]
+        # the last view is the agent's own: its length (feature 1, length / 10 m) is there
+        assert bool((ego[valid, 1] > 0).all())
+        saw["terminated"] += int((terminated & valid).sum())
+        saw["truncated"] += int((truncated & valid).sum())
+        saw["idle"] += int((~valid).sum())
+        td = root
+    assert all(v > 0 for v in saw.values()), saw

@@ -161,3 +161,17 @@ def test_argmax_actions():
 
     act = argmax_policy(network)
     assert act(TensorDict({}, batch_size=[2])).tolist() == [1, 11]
+
+
+def test_probe_and_takeover_constants_are_the_documented_ones():
+    """docs/visual_tools.md: the pedestrian probe's synthetic pedestrian is 0.6 x 0.6 x 1.75 m;
+    the visibility bins are exactly 0, (0, .25], (.25, .5], (.5, .75], (.75, 1]; the brake
+    actions are those of negative longitudinal jerk (Table: -15, -4, 0, +4 m/s^3 for a // 3);
+    the takeover tool counts time in the simulator's 0.1 s steps."""
+    from pictura.eval import probes, takeover
+
+    assert probes.PEDESTRIAN_SIZE == (0.6, 0.6, 1.75)
+    edges = probes.VISIBILITY_BINS
+    assert edges[0] == 0.0 and 0 < edges[1] < 1e-3 and edges[2:5] == (0.25, 0.5, 0.75) and 1.0 < edges[5] < 1.001
+    assert probes.BRAKE_ACTIONS == tuple(a for a in range(12) if (-15.0, -4.0, 0.0, 4.0)[a // 3] < 0)
+    assert takeover.STEP_S == SimConfig().dt == 0.1

@@ -230,3 +230,80 @@ def test_simplify_keeps_every_vertex_within_tolerance():
     t = np.clip(((line[:, None] - a) * ab).sum(-1) / (ab * ab).sum(-1), 0, 1)
     d = np.linalg.norm(line[:, None] - (a + t[..., None] * ab), axis=-1).min(1)
     assert d.max() <= 0.01 + 1e-9
+
+
+def test_parking_lane_spots_every_6_m_on_its_centre(tmp_path):
+    """docs/opendrive.md: a parking lane (outside junctions) gets a spot every 6 m along its
+    centre, heading the side's travel direction; here a 2.5 m parking lane right of a 3.5 m
+    driving lane on a 40 m straight road at heading 0.3."""
+    h, length = 0.3, 40.0
+    text = f"""<?xml version="1.0"?>
+<OpenDRIVE>
+  <header revMajor="1" revMinor="4"/>
+  <road name="r" length="{length}" id="1" junction="-1">
+    <planView><geometry s="0" x="10.0" y="-5.0" hdg="{h}" length="{length}"><line/></geometry></planView>
+    <lanes>
+      <laneSection s="0">
+        <left><lane id="1" type="driving"><width sOffset="0" a="3.0" b="0" c="0" d="0"/></lane></left>
+        <center><lane id="0" type="none"/></center>
+        <right>
+          <lane id="-1" type="driving"><width sOffset="0" a="3.5" b="0" c="0" d="0"/></lane>
+          <lane id="-2" type="parking"><width sOffset="0" a="2.5" b="0" c="0" d="0"/></lane>
+        </right>
+      </laneSection>
+    </lanes>
+  </road>
+</OpenDRIVE>
+"""
+    path = tmp_path / "parking.xodr"
+    path.write_text(text)
+    rm, _ = build_road_map(path)
+    spots = rm.parking_spots.astype(np.float64)
+    assert len(spots) == int(length // 6.0)
+    u, left = np.array([np.cos(h), np.sin(h)]), np.array([-np.sin(h), np.cos(h)])
+    rel = spots[:, :2] - np.array([10.0, -5.0])
+    np.testing.assert_allclose(rel @ left, -(3.5 + 1.25), atol=1e-3)  # the parking lane's centre
+    s = np.sort(rel @ u)
+    np.testing.assert_allclose(np.diff(s), 6.0, atol=1e-3)
+    assert s[0] >= 0 and s[-1] <= length
+    np.testing.assert_allclose(spots[:, 3], h, atol=1e-4)
+
+
+def test_walls_3_m_outside_the_outermost_lanes_without_sidewalks(tmp_path):
+    """docs/opendrive.md: a map with no sidewalk lane gets walls 3 m outside the outermost lane
+    of each side, `wall_height` 6 m: here lanes of 3 m (left) and 3.5 m (right) on a road at
+    heading 0.3."""
+    h = 0.3
+    rm, _ = build_road_map(write_xodr(tmp_path, "<line/>", 30.0, x=10.0, y=-5.0, hdg=h))
+    walls = rm.wall_points.astype(np.float64)
+    assert walls.shape == (2, 2, 3)
+    left = np.array([-np.sin(h), np.cos(h)])
+    offsets = sorted(float(o) for o in ((walls[:, :, :2] - np.array([10.0, -5.0])) @ left).mean(axis=1))
+    np.testing.assert_allclose(offsets, [-(3.5 + 3.0), 3.0 + 3.0], atol=1e-3)
+    np.testing.assert_allclose(rm.wall_height, 6.0)
+
+
+def test_lanes_sampled_at_most_1_m_apart_and_edges_within_1_cm_of_the_kerb(tmp_path):
+    """docs/opendrive.md: lanes are sampled at most 1 m apart (closer on curves, so a chord sags
+    less than 2 cm); road edges are then simplified to within 1 cm. On a straight road the
+    lane's points are <= 1 m apart; on a 60 m arc of radius 40 m (heading 0.3 at (10, -5),
+    curving left) the stations of the reference line are, and every
+    road-edge vertex and every edge segment's midpoint lies within 1 cm (+ the 1 m chords' 3 mm
+    sag) of the kerb's true circle, 3.5 m outside the reference line."""
+    straight = lane_points(write_xodr(tmp_path, "<line/>", 30.0, name="line.xodr"))
+    assert np.linalg.norm(np.diff(straight[:, :2], axis=0), axis=1).max() <= 1.0 + 1e-6
+    k, h0, x0, y0 = 0.025, 0.3, 10.0, -5.0
+    path = write_xodr(tmp_path, f'<arc curvature="{k!r}"/>', 60.0, x=x0, y=y0, hdg=h0)
+    pts = lane_points(path)  # the right lane, 1.75 m outside the reference line: 1 m there
+    assert np.linalg.norm(np.diff(pts[:, :2], axis=0), axis=1).max() <= (1 + 1.75 * k) + 1e-4
+    rm, _ = build_road_map(path)
+    centre = np.array([x0 - np.sin(h0) / k, y0 + np.cos(h0) / k])
+    kerbs = []
+    for i in range(rm.road_edge_count):
+        p = rm.road_edge_points[rm.road_edge_offsets[i] : rm.road_edge_offsets[i + 1], :2].astype(np.float64)
+        r = np.linalg.norm(p - centre, axis=1)
+        if abs(r.mean() - (1 / k + 3.5)) < 0.5:  # the right kerb (the left one is 3 m inside)
+            mids = 0.5 * (p[1:] + p[:-1])
+            kerbs.append(np.abs(np.concatenate([r, np.linalg.norm(mids - centre, axis=1)]) - (1 / k + 3.5)))
+    assert len(kerbs) == 1 and len(kerbs[0]) > 10
+    assert kerbs[0].max() < 0.01 + 0.004

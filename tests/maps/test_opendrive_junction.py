@@ -210,3 +210,20 @@ def test_stop_lines_turn_with_a_rotated_junction(tmp_path):
     np.testing.assert_allclose(lines[0, :, 0], 0.0, atol=1e-4)
     np.testing.assert_allclose(np.sort(lines[1, :, 1]), [0.0, 3.5], atol=1e-4)
     np.testing.assert_allclose(lines[1, :, 0], 20.0, atol=1e-4)
+
+
+@pytest.mark.parametrize(("t", "governs"), [(-45.0, True), (-56.0, False)])
+def test_an_unreferenced_light_governs_the_nearest_approach_within_50_m(tmp_path, t, governs):
+    """docs/opendrive.md: a light no reference names governs the nearest approach within 50 m
+    (here road A's, its stop line at x = 0, y -3.5..0: 43-45 m or 54-56 m from the light)."""
+    signal = (
+        f'<signal id="42" s="38" t="{t}" zOffset="2.5" hOffset="0" orientation="+" type="1000001" '
+        'dynamic="yes" country="OpenDRIVE" subtype="-1"/>'
+    )
+    rm, origin = build_road_map(junction_file(tmp_path, signals_a=signal))
+    assert len(rm.light_position) == 1
+    a_stop = int(np.flatnonzero(rm.stop_line_lane == chain(rm, origin, "A", -1)[-1])[0])
+    line = rm.stop_line_points[a_stop, :, :2].astype(np.float64)
+    distance = np.linalg.norm(line - rm.light_position[0, :2], axis=1)
+    assert np.all(distance < 50.0) if governs else np.all(distance > 50.0)  # the case is on its side
+    assert rm.stop_line_light[a_stop] == (0 if governs else -1)

@@ -10,7 +10,7 @@ import pytest
 
 from pictura.maps import load
 from pictura.maps.procedural import generate
-from pictura.maps.roadmap import SIGN_YIELD, RoadMap
+from pictura.maps.roadmap import MARKING_LANE_DIVIDER, SIGN_YIELD, RoadMap
 
 W = 3.5  # default lane width (m)
 
@@ -264,3 +264,113 @@ def test_eight_by_eight_town_is_valid_and_connected() -> None:
 def test_new_bad_keys_raise_naming_the_key(source: str, key: str) -> None:
     with pytest.raises(ValueError, match=key):
         load(source)
+
+
+def test_block_curb_corners_are_5_m_arcs() -> None:
+    """docs/maps.md: a closed curb loop around each block with a 5 m corner radius. On a grid
+    town (no curved roads, no roundabouts) every bend of a road edge lies on such an arc: the
+    circle through any three consecutive curb points that bend is 5 m across the corner."""
+    m = generate(
+        seed=1, blocks_x=3, blocks_y=3, merge_prob=0.0, parking_prob=0.0, parking_lane_prob=0.0,
+        curve_prob=0.0, roundabout_prob=0.0, roundabouts=0,
+    )  # fmt: skip
+    radii = []
+    for k in range(m.road_edge_count):
+        p = m.road_edge_points[m.road_edge_offsets[k] : m.road_edge_offsets[k + 1], :2].astype(np.float64)
+        for a, b, c in zip(p[:-2], p[1:-1], p[2:], strict=True):
+            cross = abs((b - a)[0] * (c - a)[1] - (b - a)[1] * (c - a)[0])
+            if cross > 1e-6:
+                radii.append(np.linalg.norm(b - a) * np.linalg.norm(c - b) * np.linalg.norm(a - c) / (2 * cross))
+    bends = np.array(radii)
+    bends = bends[bends < 50.0]  # nearly straight runs of an irregular block side are not corners
+    assert len(bends) > 50
+    np.testing.assert_allclose(bends, 5.0, atol=0.01)
+
+
+def test_parking_lanes_taper_over_2_m_at_both_ends() -> None:
+    """docs/maps.md: a parking lane is a 2.5 m curbside strip with 2 m tapers at both ends: at
+    each end of a row of spots the curb runs from the strip's back corner back to the curb line
+    over 2 m along the side and 2.5 m across it."""
+    m = generate(seed=2, parking_prob=0.0, parking_lane_prob=1.0, curve_prob=0.0, roundabouts=0)
+    spots = m.parking_spots.astype(np.float64)  # x, y, z, heading
+    edges = [
+        m.road_edge_points[m.road_edge_offsets[k] : m.road_edge_offsets[k + 1], :2].astype(np.float64)
+        for k in range(m.road_edge_count)
+    ]
+    # rows: spots of one heading on one line, 6 m apart
+    groups: dict = {}
+    for x, y, _, a in spots:
+        u = np.array([np.cos(a), np.sin(a)])
+        key = (round(float(u[0]), 3), round(float(u[1]), 3), round(float(-u[1] * x + u[0] * y), 1))
+        groups.setdefault(key, []).append((float(u @ [x, y]), float(-u[1] * x + u[0] * y)))
+    ends = []
+    for (ux, uy, _), members in groups.items():
+        along = np.sort([s for s, _ in members])
+        offset = float(np.mean([o for _, o in members]))
+        cut = np.flatnonzero(np.abs(np.diff(along) - 6.0) > 1e-3)
+        for run in np.split(along, cut + 1):
+            u, n = np.array([ux, uy]), np.array([-uy, ux])
+            for s, outward in ((run[0] - 3.0, -1.0), (run[-1] + 3.0, 1.0)):
+                ends.append((u * s + n * offset, u * outward, n))
+    assert len(ends) > 20
+    for point, out, n in ends:
+        # the strip's back corner: the edge vertex 1.25 m across from the row's end
+        hits = [(e, i) for e in edges for i in range(len(e)) if abs(np.linalg.norm(e[i] - point) - 1.25) < 1e-3]
+        assert len(hits) == 1, point
+        e, i = hits[0]
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(e) and (e[j] - e[i]) @ out > 1e-3:
+                d = e[j] - e[i]
+                np.testing.assert_allclose([d @ out, abs(d @ n)], [2.0, 2.5], atol=1e-3)
+                break
+        else:
+            raise AssertionError(f"no taper leaves the row's end at {point}")
+
+
+def _segments(points: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a, b = [], []
+    for i in range(len(offsets) - 1):
+        p = points[offsets[i] : offsets[i + 1], :2].astype(np.float64)
+        a.append(p[:-1])
+        b.append(p[1:])
+    return np.concatenate(a), np.concatenate(b)
+
+
+def test_markings_and_walls_have_their_documented_dimensions() -> None:
+    """docs/maps.md: dashed lane dividers of 3 m paint and 5 m gaps; walls 6 m behind the curb,
+    cut into 8-20 m pieces, 4-10 m high."""
+    m = generate(seed=0, blocks_x=3, blocks_y=3, wall_prob=1.0, four_lane_prob=1.0, curve_prob=0.0, roundabouts=0)
+    dashes = [
+        m.marking_points[m.marking_offsets[i] : m.marking_offsets[i + 1], :2].astype(np.float64)[[0, -1]]
+        for i in range(len(m.marking_offsets) - 1)
+        if m.marking_kind[i] == MARKING_LANE_DIVIDER
+    ]
+    dashes = np.array(dashes)  # (n, 2 ends, xy)
+    assert len(dashes) > 100
+    np.testing.assert_allclose(np.linalg.norm(dashes[:, 1] - dashes[:, 0], axis=1), 3.0, atol=1e-3)
+    u = (dashes[:, 1] - dashes[:, 0]) / 3.0
+    gaps = []
+    for i in range(len(dashes)):
+        d = dashes[:, 0] - dashes[i, 1]  # from this dash's end to every dash's start
+        along = d @ u[i]
+        on_line = (np.abs(d[:, 0] * u[i, 1] - d[:, 1] * u[i, 0]) < 1e-3) & (along > 0)
+        if on_line.any():
+            gaps.append(along[on_line].min())
+    gaps = np.array(gaps)
+    assert len(gaps) > 0.5 * len(dashes)
+    # within a road's run of dashes the gap is 5 m; the longer ones cross a junction
+    assert np.mean(np.abs(gaps - 5.0) < 1e-3) > 0.7 and gaps.min() > 5.0 - 1e-3
+
+    walls = m.wall_points[:, :, :2].astype(np.float64)
+    a, b = _segments(m.road_edge_points, m.road_edge_offsets)
+    mid = 0.5 * (walls[:, 0] + walls[:, 1])
+    ab = b - a
+    t = np.clip(np.einsum("nkd,kd->nk", mid[:, None] - a[None], ab) / np.sum(ab * ab, 1), 0, 1)
+    to_curb = np.linalg.norm(mid[:, None] - (a[None] + t[..., None] * ab[None]), axis=2).min(1)
+    assert np.mean(np.abs(to_curb - 6.0) < 1e-3) > 0.7  # block fronts (the town's rim walls differ)
+    length = np.linalg.norm(walls[:, 1] - walls[:, 0], axis=1)
+    straight = length[length > 4.0]  # arc pieces are short chords
+    assert len(straight) > 50 and 11.0 < np.median(straight) < 16.0
+    assert straight.min() > 5.0 and np.percentile(straight, 95) < 23.0
+    h = m.wall_height
+    assert h.min() >= 4.0 and h.max() <= 10.0 and h.min() < 5.0 and h.max() > 9.0

@@ -5,10 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pictura.maps.roadmap import MAX_LANE_CHUNK_M
+from pictura.maps.roadmap import (
+    LIGHT_GREEN,
+    LIGHT_OFF,
+    LIGHT_RED,
+    LIGHT_YELLOW,
+    MARKING_CENTRE_LINE,
+    MARKING_LANE_DIVIDER,
+    MAX_LANE_CHUNK_M,
+)
 from pictura.maps.womd.features import (
+    SIGNAL_STATE_TO_LIGHT,
     Lane,
     MapFeatures,
+    Polyline,
     SignalLog,
     build_road_map,
     chunk_polyline,
@@ -95,3 +105,29 @@ def test_signal_stop_line_goes_on_the_approach_lane_ending_within_1_m(gap, on_ap
     assert len(rm.stop_line_lane) == 1
     expected = chunks[7][1] - 1 if on_approach else chunks[8][0]
     assert rm.stop_line_lane[0] == expected
+
+
+# map.proto RoadLine.RoadLineType, literally: the yellow ones are the centre lines
+ROAD_LINE_TYPES = {
+    0: "TYPE_UNKNOWN", 1: "TYPE_BROKEN_SINGLE_WHITE", 2: "TYPE_SOLID_SINGLE_WHITE", 3: "TYPE_SOLID_DOUBLE_WHITE",
+    4: "TYPE_BROKEN_SINGLE_YELLOW", 5: "TYPE_BROKEN_DOUBLE_YELLOW", 6: "TYPE_SOLID_SINGLE_YELLOW",
+    7: "TYPE_SOLID_DOUBLE_YELLOW", 8: "TYPE_PASSING_DOUBLE_YELLOW",
+}  # fmt: skip
+# map.proto TrafficSignalLaneState.State, literally: arrows count as their colour, flashing
+# stop as a stop and flashing caution as a caution
+SIGNAL_STATES = {
+    0: ("LANE_STATE_UNKNOWN", LIGHT_OFF), 1: ("LANE_STATE_ARROW_STOP", LIGHT_RED),
+    2: ("LANE_STATE_ARROW_CAUTION", LIGHT_YELLOW), 3: ("LANE_STATE_ARROW_GO", LIGHT_GREEN),
+    4: ("LANE_STATE_STOP", LIGHT_RED), 5: ("LANE_STATE_CAUTION", LIGHT_YELLOW), 6: ("LANE_STATE_GO", LIGHT_GREEN),
+    7: ("LANE_STATE_FLASHING_STOP", LIGHT_RED), 8: ("LANE_STATE_FLASHING_CAUTION", LIGHT_YELLOW),
+}  # fmt: skip
+
+
+def test_every_road_line_type_gets_its_marking_and_every_signal_state_its_light():
+    straight = np.array([[0.0, 0.0, 0.0], [25.0, 0.0, 0.0]])
+    lines = [Polyline(100 + k, k, straight + [0.0, 2.0 + k, 0.0]) for k in ROAD_LINE_TYPES]
+    rm, _ = build_road_map("t", MapFeatures(lanes=[Lane(7, 2, 0.0, straight)], road_lines=lines))
+    want = [MARKING_CENTRE_LINE if "YELLOW" in name else MARKING_LANE_DIVIDER for name in ROAD_LINE_TYPES.values()]
+    assert rm.marking_kind.tolist() == want
+    assert {k: SIGNAL_STATE_TO_LIGHT[k] for k in SIGNAL_STATES} == {k: light for k, (_, light) in SIGNAL_STATES.items()}
+    assert set(SIGNAL_STATE_TO_LIGHT) == set(SIGNAL_STATES)

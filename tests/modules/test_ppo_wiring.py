@@ -28,6 +28,7 @@ from pictura.modules.ppo import PPO
 from tests.modules.fake_env import FakeDrivingEnv, FakeRig
 from tests.modules.test_ppo import TINY_POLICY
 
+PPO_LOSS = ppo_module.ppo_loss  # the loss itself (the runs below wrap it)
 GAMMA, LAMBDA = 0.9, 0.8
 CLIP, VF, ENT = 0.15, 0.7, 0.03  # distinct from each other and from the defaults: a swap shows
 FILTER_THRESHOLD = 0.3  # high enough that this small rollout loses some transitions to it
@@ -162,6 +163,21 @@ def test_the_loss_gets_each_kept_transition_once_per_epoch_normalised_per_miniba
     for pixels, mb in zip(updating[-len(calls) :], rows, strict=True):
         expected = torch.stack([acting[t][s] for t, s in mb])
         assert torch.equal(pixels, expected)
+    # what the iteration logs: each loss term, the approximate KL and the clip fraction as the
+    # mean over every transition the update processed (each kept one, once per epoch)
+    logged = model.trainer.callback_metrics
+    totals: dict = {}
+    for call in calls:
+        args = {k: v for k, v in call.items()}
+        out = PPO_LOSS(**args)
+        for k, v in out.items():
+            totals[k] = totals.get(k, 0.0) + float(v) * len(call["action"])
+    processed = 2 * len(kept)
+    for k in ("policy", "value", "entropy", "total"):
+        assert float(logged[f"train/loss/{k}"]) == pytest.approx(totals[k] / processed, rel=1e-4, abs=1e-6), k
+    for k in ("approx_kl", "clip_fraction"):
+        assert float(logged[f"train/{k}"]) == pytest.approx(totals[k] / processed, rel=1e-4, abs=1e-6), k
+    assert float(logged["train/advantage_filter/kept_fraction"]) == pytest.approx(len(kept) / int(buf["valid"].sum()))
 
 
 @pytest.mark.parametrize("chunk_size", [None, 8], ids=["one_piece", "accumulated_pieces"])

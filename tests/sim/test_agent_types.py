@@ -56,6 +56,7 @@ def draws(small_towns):
             "goal",
             "speed",
             "lane",
+            "heading",
         )
     }
     for seed in range(20):
@@ -154,6 +155,37 @@ def test_pedestrians_spawn_and_aim_on_paths_and_drivers_on_lanes(draws, small_to
     veh = kind == AGENT_VEHICLE
     assert np.all(v[veh] <= 0.5 * draws["lane_limit"][veh] + 1e-5)
     assert v[veh].max() > 0.4 * draws["lane_limit"][veh].max()
+
+
+def _nearest_direction(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Heading of the segment ab (K, 2) nearest each point of ``p`` (N, 2)."""
+    ab = b - a
+    t = np.clip(np.einsum("nkd,kd->nk", p[:, None] - a[None], ab) / np.sum(ab * ab, 1), 0, 1)
+    d = np.linalg.norm(p[:, None] - (a[None] + t[..., None] * ab[None]), axis=2)
+    k = np.argmin(d, axis=1)
+    return np.arctan2(ab[k, 1], ab[k, 0])
+
+
+def test_spawn_headings_follow_lanes_and_pedestrians_face_either_way(draws, small_towns):
+    """A driver spawns heading along its lane; a pedestrian along its path, either way with
+    probability 1/2 (spawn.py, `agent_try`)."""
+    kind, pos, world, heading = draws["kind"], draws["pos"], draws["world"], draws["heading"]
+    forward = []
+    for m, rm in enumerate(small_towns):
+        a, b, _, _ = pedestrian_paths(rm)
+        keep = np.linalg.norm(b[:, :2] - a[:, :2], axis=1) > 1e-3
+        peds = np.flatnonzero((kind == AGENT_PEDESTRIAN) & (world == m))[:400]
+        path_dir = _nearest_direction(pos[peds, :2].astype(np.float64), a[keep, :2], b[keep, :2])
+        c = np.cos(heading[peds] - path_dir)
+        assert np.all(np.abs(np.abs(c) - 1) < 1e-3)
+        forward.append(c > 0)
+        lanes = rm.lane_segments()[0][:, :, :2].astype(np.float64)
+        drivers = np.flatnonzero((kind != AGENT_PEDESTRIAN) & (world == m))[:400]
+        lane_dir = _nearest_direction(pos[drivers, :2].astype(np.float64), lanes[:, 0], lanes[:, 1])
+        # a point on two lanes (a junction) may be nearer the other one: nearly all agree
+        assert np.mean(np.cos(heading[drivers] - lane_dir) > 1 - 1e-3) > 0.9
+    forward = np.concatenate(forward)
+    assert abs(forward.mean() - 0.5) < 5 * np.sqrt(0.25 / forward.size)
 
 
 def test_per_type_speed_and_acceleration_limits():

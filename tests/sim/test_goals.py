@@ -155,3 +155,27 @@ def test_jump_table_walk_matches_lane_by_lane_walk(source):
     np.testing.assert_allclose(o[:, 1], o[:, 3], atol=2e-3)
     np.testing.assert_array_equal(o[:, 4], 0.0)
     assert len(np.unique(o[:, 0])) > 0.2 * road.lane_count  # the walks went places
+
+
+def test_goal_spacing_covers_its_range():
+    """Each waypoint lies U(goal_spacing_m) = U(20, 200) m along the lanes from the previous one
+    (the first from the agent): on the loop map's long sides the chord is that distance, on its
+    30 m-radius corners a little less."""
+    from pictura.sim import reset
+
+    road = loop_map()
+    model, s0, _, _ = make_world([road], [0] * 64, 4, vehicle_config(agents_per_world=(4, 4)))
+    chords = []
+    for seed in range(4):
+        reset(model, s0, seed)
+        st = s0.numpy()
+        ok = st["valid"] == 1
+        points = np.concatenate([st["pos"][ok][:, None, :2], st["goal"][ok][:, :, :2]], axis=1)
+        chords.append(np.linalg.norm(np.diff(points, axis=1), axis=2).ravel())
+    chords = np.concatenate(chords)
+    assert len(chords) > 1500
+    assert chords.max() <= 200.0 + 1e-3 and chords.max() > 150.0
+    assert chords.min() > 15.0 and np.percentile(chords, 5) < 40.0
+    # U(20, 200) spread over the range (corners shorten chords, and sets that turn more than
+    # 60 deg are redrawn, which favours shorter steps)
+    assert 0.3 < np.mean(chords < 110.0) < 0.85

@@ -42,6 +42,31 @@ def test_outage_rates():
     assert np.all(ls[lit_green] == LIGHT_GREEN)
 
 
+def test_schedule_draws_cover_their_ranges():
+    """Each junction's green, yellow and red ~ U(SimConfig range) and its clock offset ~ U(0,
+    period), the period being the group count x (green + yellow + red) (traffic.py): the offset
+    reaches every group's turn, not only the first."""
+    st = _reset()
+    groups = np.tile([2, 3], W)  # the loop map's junctions
+    cfg = vehicle_config()
+    for name, (lo, hi) in (("green", cfg.light_green_s), ("yellow", cfg.light_yellow_s), ("red", cfg.light_red_s)):
+        x = st[f"junction_{name}"]
+        assert np.all((x >= lo) & (x <= hi)), name
+        # U(lo, hi): mean and spread of 4000 draws within 5 standard errors
+        sd = (hi - lo) / np.sqrt(12)
+        assert abs(x.mean() - 0.5 * (lo + hi)) < 5 * sd / np.sqrt(x.size), name
+        assert abs(x.std() - sd) < 0.05 * sd, name
+    turn = st["junction_green"] + st["junction_yellow"] + st["junction_red"]
+    u = st["junction_offset"] / (groups * turn)
+    assert np.all((u >= 0) & (u < 1))
+    for g in (2, 3):
+        ug = u[groups == g]
+        assert abs(ug.mean() - 0.5) < 5 * np.sqrt(1 / 12 / ug.size)
+        # the offset falls in each group's turn equally often
+        counts = np.bincount(np.minimum((ug * g).astype(int), g - 1), minlength=g) / ug.size
+        assert np.all(np.abs(counts - 1 / g) < 5 * np.sqrt(1 / g / ug.size)), counts
+
+
 @pytest.mark.parametrize(
     "cfg, expected",
     [

@@ -145,6 +145,10 @@ def test_replayed_tracks_follow_their_logs_exactly():
                 np.testing.assert_array_equal(box.size, sc.track_size[track])
                 assert box.kind == float(sc.track_type[track])
                 assert st["events"][slot].sum() == 0 and st["reward"][slot] == 0.0
+                # the distance it covered: its logged path since it appeared
+                first = int(np.argmax(expect_valid[track]))
+                path = np.diff(sc.track_position[track, first : step_t + 1].astype(np.float64), axis=0)
+                np.testing.assert_allclose(st["distance"][slot], np.linalg.norm(path, axis=1).sum(), atol=1e-3)
             else:
                 assert box.kind == BOX_INVALID
     assert all(BoxView(st["agent_box"][4:]).kind.tolist() == [BOX_INVALID] * 2 for st in hist)

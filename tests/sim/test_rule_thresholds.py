@@ -36,6 +36,7 @@ from pictura.sim.features import (
 )
 
 from .conftest import (
+    loop_map,
     make_world,
     np_box_corners,
     np_boxes_overlap_pairs,
@@ -478,3 +479,23 @@ def test_the_collision_partner_is_the_nearest_box_by_the_gap_between_circumscrib
     boxes = torch.tensor([ego, bus, small, _box(60, 0)])
     got = collision_at_fault(torch.tensor([True, False, False, False]), torch.tensor([5.0, 0.0, 0.0, 0.0]), boxes, 4)
     assert not bool(got[0])
+
+
+@pytest.mark.parametrize(("halted", "resets"), [(4, False), (5, True)])
+def test_early_reset_at_exactly_the_halted_fraction(halted, resets):
+    """docs/simulator.md: a world resets once *at least* ``early_reset_halted_fraction`` of its
+    valid agents are halted: 5 of 10 at 0.5 resets it, 4 of 10 does not."""
+    cfg = vehicle_config(agents_per_world=(10, 10), early_reset_halted_fraction=0.5, episode_length=1000)
+    model, s0, s1, ctl = make_world([loop_map()], [0], 10, cfg)
+    reset(model, s0, 7)
+    st = s0.numpy()
+    assert st["valid"].sum() == 10 and st["halted"].sum() == 0
+    flags = np.zeros(10, np.int32)
+    flags[:halted] = 1
+    set_slots(s0, halted=flags, speed=np.where(flags == 1, 0.0, st["speed"]))
+    ctl.action.assign(np.full(10, 7, np.int32))  # zero jerk: nobody else halts this step
+    step(model, s0, ctl, s1)
+    out = s1.numpy()
+    # the rule is reached: no new infraction, and the counts it reads are 10 valid, `halted` halted
+    assert not out["events"][:, [EVENTS.index(e) for e in ("collision", "offroad", "red_light")]].any()
+    assert out["world_reset"][0] == int(resets)
