@@ -220,7 +220,10 @@ class DrivingEnv(EnvBase):
             self.model = build_model(road_maps, layout, sim_config, device=self._wp_device, replay=replay)
             self._states = [self.model.state(), self.model.state()]
             self._control = self.model.control()
-            self.renderer = Renderer(road_maps, layout, self.rig, device=self._wp_device, coverage=render_coverage)
+            self._render_coverage = render_coverage
+            # a vectorized env renders only on request (`render_history`: videos, probes), so its
+            # renderer (the maps' scene tables) is built at first use
+            self._renderer = None if observation is not None else self._build_renderer()
             self.vectorized = (
                 None if observation is None else observation.build(road_maps, layout, self._wp_device)
             )
@@ -230,8 +233,34 @@ class DrivingEnv(EnvBase):
         # same function as minibatch re-rendering does.
         self._slot_ids = torch.arange(num_slots, dtype=torch.int32, device=self.device)
         self._act_requests = torch.stack([torch.zeros_like(self._slot_ids), self._slot_ids], dim=1)
-        self._pixels = self._new_pixels(num_slots)
+        self._pixels = self._new_pixels(num_slots if self.renders_pixels else 0)
+        # slots whose vectorized observation is built (None: every slot; `observe_slots`)
+        self._observed_slots: torch.Tensor | None = None
         self._make_specs()
+
+    def _build_renderer(self) -> Renderer:
+        with self._warp_scope():
+            return Renderer(self.road_maps, self.layout, self.rig, device=self._wp_device, coverage=self._render_coverage)
+
+    @property
+    def renderer(self) -> Renderer:
+        """The env's `Renderer` (a vectorized env builds it at first use)."""
+        if self._renderer is None:
+            self._renderer = self._build_renderer()
+        return self._renderer
+
+    def observe_slots(self, slots: torch.Tensor | np.ndarray | None) -> None:
+        """Build the vectorized observation only for ``slots`` (int indices) from now on; the
+        other slots get empty sets (zeros, masks False) and ``ego_aux`` zeros. None: every slot
+        (the default). The observed slots' sets are those of the full build, bit for bit (each
+        (step, slot) request is computed on its own). For envs whose policy drives a fixed
+        subset of the slots (`pictura.envs.replay.ReplayDrivingEnv`: the controlled vehicles);
+        a perspective env ignores it."""
+        if slots is None:
+            self._observed_slots = None
+            return
+        slots = torch.as_tensor(np.asarray(slots) if isinstance(slots, np.ndarray) else slots, device=self.device)
+        self._observed_slots = slots.to(torch.int64).reshape(-1)
 
     # ---- sizes ---------------------------------------------------------------------------
     @property
@@ -396,7 +425,7 @@ class DrivingEnv(EnvBase):
     def set_resolution(self, width: int, height: int) -> None:
         """Change the render resolution (e.g. for a resolution curriculum)."""
         self.rig.set_resolution(width, height)
-        self._pixels = self._new_pixels(self.num_slots)
+        self._pixels = self._new_pixels(self.num_slots if self.renders_pixels else 0)
         self._make_specs()
 
     # ---- TorchRL plumbing ----------------------------------------------------------------
@@ -416,16 +445,7 @@ class DrivingEnv(EnvBase):
         if self.renders_pixels:
             observation["pixels"] = self._pixels if self.share_pixel_buffer else self._pixels.clone()
         else:
-            with self._warp_scope():
-                box = array("agent_box")
-                parked = box[S:] if self.layout.parked_per_world else None
-                observation.update(
-                    self.vectorized.build(
-                        box[:S], array("light_state"), array("speed"), parked_box=parked,
-                        slot_table=array("slot_table"),
-                    )
-                )  # fmt: skip
-            observation["ego_aux"] = self.vectorized.ego_aux(array("obs_ego_aux"))
+            observation.update(self._vectorized_sets(array))
         return TensorDict(
             {
                 "observation": TensorDict(observation, batch_size=[S]),
@@ -435,6 +455,31 @@ class DrivingEnv(EnvBase):
             batch_size=[S],
             device=self.device,
         )
+
+    def _vectorized_sets(self, array) -> dict[str, torch.Tensor]:
+        """The entity sets and ``ego_aux`` of every slot (``array(name)``: a state array as a
+        tensor), built for the observed slots only when `observe_slots` set them."""
+        S, observed, vec = self.num_slots, self._observed_slots, self.vectorized
+        box = array("agent_box")
+        parked = box[S:] if self.layout.parked_per_world else None
+        with self._warp_scope():
+            if observed is None:
+                sets = vec.build(
+                    box[:S], array("light_state"), array("speed"), parked_box=parked, slot_table=array("slot_table")
+                )
+                sets["ego_aux"] = vec.ego_aux(array("obs_ego_aux"))
+                return sets
+            rows = vec.build_requests(
+                box[None, :S], array("light_state")[None], array("speed")[None], torch.zeros_like(observed), observed,
+                parked_hist=None if parked is None else parked[None], slot_table=array("slot_table")[None],
+            )  # fmt: skip
+        sets = vec.allocate((S,))
+        for key, value in rows.items():
+            sets[key][observed] = value
+        ego_aux = array("obs_ego_aux")
+        sets["ego_aux"] = torch.zeros_like(ego_aux)
+        sets["ego_aux"][observed] = vec.ego_aux(ego_aux[observed])
+        return sets
 
     def _info(self) -> TensorDict:
         st, S = self.state, self.num_slots

@@ -768,7 +768,12 @@ class VectorizedObservation:
         cells = [0]
         for seg in per_map:
             mids = {k: 0.5 * (seg[k][:, 0] + seg[k][:, 1]) for k in starts}
-            allpts = np.concatenate([seg[k].reshape(-1, 2) for k in starts] + [np.zeros((1, 2), np.float32)])
+            # the grid covers the map's own pieces (a WOMD scene lies kilometres from the origin:
+            # a grid reaching back to (0, 0) would hold ~1000x the cells); the origin only for
+            # a map without any piece
+            allpts = np.concatenate([seg[k].reshape(-1, 2) for k in starts])
+            if not len(allpts):
+                allpts = np.zeros((1, 2), np.float32)
             lo, hi = allpts.min(0) - GRID_MARGIN_M, allpts.max(0) + GRID_MARGIN_M
             cell = max(OBS_GRID_CELL_M, float(max(hi - lo)) / 1024.0)
             nx = max(1, math.ceil(float(hi[0] - lo[0]) / cell))

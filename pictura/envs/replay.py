@@ -54,6 +54,9 @@ class ReplayDrivingEnv(DrivingEnv):
         slots_per_world: slots of every world (at least the most kept road users of any
             scene); default: packed, each world exactly its scene's kept road users
             (`WorldLayout.sized`), so B scenes take sum(kept) slots, not B x max(kept).
+        observe_all_slots: build the vectorized observation of every slot; by default only the
+            controlled slots get theirs (`DrivingEnv.observe_slots`: the policy drives no other
+            slot), the replayed and empty slots empty sets.
 
     Scenes without a controlled vehicle (after thinning) are skipped: their ids are in
     ``skipped`` and ``scenario_ids`` lists the scene of each world. ``ValueError`` when no scene
@@ -74,6 +77,7 @@ class ReplayDrivingEnv(DrivingEnv):
         share_pixel_buffer: bool = False,
         episode_length: int = WOMD_STEPS,
         slots_per_world: int | None = None,
+        observe_all_slots: bool = False,
     ) -> None:
         if len(scenarios) == 0:
             raise ValueError("scenarios must name at least one scene")
@@ -130,6 +134,12 @@ class ReplayDrivingEnv(DrivingEnv):
             [s.scenario_id for s in kept], road_maps, sim_config, layout, rig, seed, observation,
             validate_actions, share_pixel_buffer, replay=self.replay_log,
         )  # fmt: skip
+        self.observe_all_slots = bool(observe_all_slots)
+        self._observe_controlled()
+
+    def _observe_controlled(self) -> None:
+        if not self.observe_all_slots:
+            self.observe_slots(np.flatnonzero(self.replay_log.slot_mode == SLOT_CONTROLLED))
 
     def set_density(self, density: float) -> None:
         """Thin every world to ``density`` in place, from the next reset on; the worlds, slots,
@@ -167,6 +177,7 @@ class ReplayDrivingEnv(DrivingEnv):
         self.model.replay = self.replay_log
         self.selections = selections
         self.density = float(density)
+        self._observe_controlled()
 
     @property
     def slot_mode(self) -> torch.Tensor:

@@ -141,3 +141,33 @@ def test_no_scene_with_a_controlled_vehicle_is_an_error(tmp_path):
     sc.track_valid[:, 0] = False  # nobody valid at t=0: nobody controlled
     with pytest.raises(ValueError, match="controlled vehicle"):
         ReplayDrivingEnv([sc], observation=OBS)
+
+
+def test_vectorized_observation_of_the_controlled_slots_equals_the_full_build():
+    """Only the controlled slots' sets are built; they equal, bit for bit, those of the same env
+    building every slot (also after `set_density`);
+    replayed and empty slots get empty sets. A vectorized env builds its renderer only when a
+    view is asked for."""
+    sources = [str(p) for p in _json_files()]
+    part = ReplayDrivingEnv(sources, observation=OBS, seed=0)
+    full = ReplayDrivingEnv(sources, observation=OBS, seed=0, observe_all_slots=True)
+    assert part._renderer is None and full._renderer is None
+    gen = torch.Generator().manual_seed(0)
+    for density in (1.0, 0.5):
+        for env in (part, full):
+            env.set_density(density)
+        controlled = torch.as_tensor(part.replay_log.slot_mode == SLOT_CONTROLLED)
+        assert 0 < int(controlled.sum()) < part.num_slots
+        tds = [part.reset(), full.reset()]
+        for t in range(4):
+            got, want = (td["observation"] for td in tds)
+            for key in (*part.vectorized.shapes(), "ego_aux"):
+                assert torch.equal(got[key][controlled], want[key][controlled]), (density, t, key)
+                assert not got[key][~controlled].any(), (density, t, key)
+            assert want["lanes_mask"][~controlled].any()  # the full build fills replayed slots
+            action = torch.randint(0, 12, (part.num_slots,), generator=gen)
+            tds = [env.step(td.set("action", action.clone()))["next"] for env, td in zip((part, full), tds, strict=True)]
+    assert part._renderer is None
+    snap = {k: v.unsqueeze(0) for k, v in part.snapshot().items()}
+    view = part.render_history(snap, torch.zeros(1, dtype=torch.int64), torch.zeros(1, dtype=torch.int64))
+    assert view.shape == (1, part.num_cameras, part.rig.height, part.rig.width, 3) and part._renderer is not None

@@ -252,6 +252,37 @@ def test_matches_numpy_reference(scene, caps):
     assert not got["partners_mask"][7].any() and not got["lanes_mask"][7].any()  # empty slot
 
 
+def test_map_far_from_the_origin_matches_reference_on_a_grid_of_its_own_size(scene):
+    """A WOMD scene lies kilometres from (0, 0): the observation grid spans the map's pieces,
+    not the origin, and the sets still match the reference (the hand scene moved by 7.5 km)."""
+    import dataclasses
+
+    road_map, lay, box, light, speed = scene
+    shift = np.array([-7500.0, -6500.0, 0.0], np.float32)
+    far = dataclasses.replace(
+        road_map,
+        lane_points=road_map.lane_points + shift,
+        road_edge_points=road_map.road_edge_points + shift,
+        stop_line_points=road_map.stop_line_points + shift,
+        light_position=road_map.light_position + shift,
+        junction_center=road_map.junction_center + shift,
+        wall_points=road_map.wall_points + shift,
+    )
+    far_box = box.clone()
+    far_box[:, 0] += float(shift[0])
+    far_box[:, 1] += float(shift[1])
+    obs = VectorizedObservation([far], lay, "cpu", "privileged")
+    near = VectorizedObservation([road_map], lay, "cpu", "privileged")  # the hand map holds (0, 0)
+    assert int(obs.map_cell_start.numpy()[-1]) == int(near.map_cell_start.numpy()[-1]) < 1000
+    got = obs.build(far_box, light, speed)
+    want = reference(far, lay, far_box, light, speed, True, (16, 80, 80, 10))
+    for key, value in want.items():  # positions are float32 at 7.5 km: ~1 mm
+        if value.dtype == bool:
+            np.testing.assert_array_equal(got[key].numpy(), value, err_msg=key)
+        else:
+            np.testing.assert_allclose(got[key].numpy(), value, atol=2e-5, err_msg=key)
+
+
 def scattered_map(rng: np.random.Generator, lattice: bool) -> RoadMap:
     """Far more lanes, road edges, walls and stop lines than the set capacities take, scattered
     over 400 x 240 m as short pieces (1 to 9 m: one piece each), some lanes, edges and stop
