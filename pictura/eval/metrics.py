@@ -39,7 +39,7 @@ import math
 import numpy as np
 import torch
 
-from pictura.sim.snapshot import BOX_ROW_FLOATS, BoxView
+from pictura.sim.snapshot import BOX_INVALID, BOX_ROW_FLOATS, BoxView
 
 METRICS = ("at_fault_collision", "offroad", "red_light", "goals", "km_per_infraction")
 """The five reported metrics, in table-column order."""
@@ -201,6 +201,94 @@ def _nearest_partner(
     partner = gap.argmin(-1)  # (W, K)
     found = torch.isfinite(gap.gather(-1, partner[..., None])).squeeze(-1)
     return b, partner, found
+
+
+class PartnerSearch:
+    """`collision_at_fault` and `collision_partner` for chosen ego slots of worlds of any sizes.
+
+    The same rules and the same partner (the nearest box of the ego's world by the gap between
+    circumscribed circles, |dz| < 4 m, the first in slot order then parked order on a tie),
+    judged only for the ``ego`` slots: a rollout whose counted vehicles are a known subset of
+    the slots (a replay env's controlled slots, `pictura.eval.protocols.acting_slots`) pairs
+    those few with every box of their world instead of every slot with every box.
+
+    Args:
+        ego: (A,) int64 slots to judge; every other slot is never at fault (code -1).
+        slot_world: (S,) int world of each slot (slots of a world need not be contiguous).
+        num_worlds: W.
+        parked_per_world: parked-car rows per world after the S slot rows of the boxes.
+    """
+
+    def __init__(self, ego: torch.Tensor, slot_world: torch.Tensor, num_worlds: int, parked_per_world: int = 0) -> None:
+        dev = slot_world.device
+        sw = slot_world.detach().cpu().numpy().astype(np.int64)
+        ego_np = ego.detach().cpu().numpy().astype(np.int64)
+        S, W, P = len(sw), num_worlds, parked_per_world
+        self.num_slots, self.num_rows = S, S + W * P
+        order = np.argsort(sw, kind="stable")  # slots world by world, ascending within a world
+        counts = np.bincount(sw, minlength=W)
+        K = int(counts.max()) if S else 0
+        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        k = np.arange(K)
+        table = np.full((W, K + P), self.num_rows, np.int64)  # num_rows: the empty fill row
+        inside = k[None, :] < counts[:, None]
+        table[:, :K][inside] = order[(start[:, None] + k[None, :])[inside]]
+        table[:, K:] = S + np.arange(W)[:, None] * P + np.arange(P)[None, :]
+        cand = table[sw[ego_np]]  # (A, K + P)
+        self.ego = torch.as_tensor(ego_np, device=dev)
+        self.cand = torch.as_tensor(cand, device=dev)
+        self.not_self = self.cand != self.ego[:, None]
+        fill = torch.zeros((1, BOX_ROW_FLOATS), dtype=torch.float32, device=dev)
+        BoxView(fill).kind = BOX_INVALID
+        self._fill = fill
+
+    def judge(
+        self,
+        collision: torch.Tensor,
+        speed: torch.Tensor,
+        boxes: torch.Tensor,
+        halted: torch.Tensor,
+        min_speed: float = MIN_AT_FAULT_SPEED,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(S,) bool at fault and (S,) int64 partner code (`collision_partner`, -1 where not at
+        fault) for the step's ``collision`` (S,), pre-step ``speed`` (S,) and ``halted`` (S,),
+        and the ``boxes`` (S + W * P, 8) at the collision."""
+        S, E = self.num_slots, self.ego
+        if boxes.shape != (self.num_rows, BOX_ROW_FLOATS):
+            raise ValueError(f"boxes must be ({self.num_rows}, {BOX_ROW_FLOATS}), got {tuple(boxes.shape)}")
+        b = torch.cat([boxes.to(torch.float32), self._fill])  # (N + 1, 8)
+        view = BoxView(b)
+        x, y, z = view.x, view.y, view.z
+        length, width = view.length, view.width
+        radius = 0.5 * torch.sqrt(length * length + width * width)
+        c = self.cand
+        dx = x[c] - x[E][:, None]
+        dy = y[c] - y[E][:, None]
+        dz = z[c] - z[E][:, None]
+        gap = torch.sqrt(dx * dx + dy * dy) - radius[E][:, None] - radius[c]
+        candidate = (view.kind[c] >= 0) & self.not_self & (dz.abs() < Z_TOLERANCE_M)
+        gap = torch.where(candidate, gap, torch.full_like(gap, math.inf))
+        col = gap.argmin(-1)  # (A,)
+        found = torch.isfinite(gap.gather(-1, col[:, None])).squeeze(-1)
+        row = c.gather(-1, col[:, None]).squeeze(-1)  # (A,) the partner's box row
+        is_agent = found & (row < S)
+        ego = BoxView(b[E])
+        other = BoxView(b[row])
+        h = ego.heading
+        rel_x = torch.cos(h) * (other.x - ego.x) + torch.sin(h) * (other.y - ego.y)
+        v = speed[E]
+        struck_from_behind = is_agent & (rel_x < -0.5 * ego.length) & (v >= 0)
+        blameless = (v.abs() < min_speed) | struck_from_behind
+        fault = collision.bool()[E] & ~blameless
+        halted_row = torch.cat([halted.bool(), halted.new_zeros(b.shape[0] - S, dtype=torch.bool)])
+        code = torch.where(halted_row[row], 0, 1)
+        code = torch.where(row >= S, 2, code)
+        code = torch.where(found, code, 3)
+        at_fault = torch.zeros(S, dtype=torch.bool, device=b.device)
+        at_fault[E] = fault
+        partner = torch.full((S,), -1, dtype=torch.int64, device=b.device)
+        partner[E] = torch.where(fault, code, -1)
+        return at_fault, partner
 
 
 class EpisodeMetrics:

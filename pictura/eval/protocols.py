@@ -24,7 +24,14 @@ import warp as wp
 from tensordict import TensorDictBase
 
 from pictura.envs.replay import ReplayDrivingEnv
-from pictura.eval.metrics import ALL_COUNTERS, COUNTERS, EpisodeMetrics, collision_at_fault, collision_partner
+from pictura.eval.metrics import (
+    ALL_COUNTERS,
+    COUNTERS,
+    EpisodeMetrics,
+    PartnerSearch,
+    collision_at_fault,
+    collision_partner,
+)
 from pictura.maps import CARLA_TOWNS, Scenario, data_root
 from pictura.maps.roadmap import AGENT_VEHICLE
 from pictura.maps.womd.index import BadScene, SceneReader, SceneRef, WomdIndex, index_womd, read_scenes
@@ -372,6 +379,9 @@ def rollout_scenarios(
     prev_distance = wp.to_torch(st.distance).clone()
     prev_halted = wp.to_torch(st.halted).clone()
     acting = acting_slots(env)
+    # a replay env counts controlled vehicles only (replayed slots have no ``active`` flag):
+    # the collision rules judge those slots alone, against every box of their world
+    search = None if acting is None else PartnerSearch(acting, world_id, env.num_worlds, parked_per_world)
     for _ in range(steps):
         if acting is None:
             td.set("action", policy(td["observation"]))
@@ -393,13 +403,16 @@ def rollout_scenarios(
             reset_slot, prev_speed.abs() * dt, (distance_now - prev_distance).clamp(min=0.0)
         )
         collision = events[:, _E_COLLISION] & counted
-        grid_box = grid.pad_boxes(box)
-        at_fault = grid.unpad(
-            collision_at_fault(grid.pad(collision, False), grid.pad(prev_speed, 0.0), grid_box, grid.K, parked_per_world)
-        )
-        partner = grid.unpad(
-            collision_partner(grid.pad(at_fault, False), grid_box, grid.pad(prev_halted, 0), grid.K, parked_per_world)
-        )
+        if search is not None:
+            at_fault, partner = search.judge(collision, prev_speed, box, prev_halted)
+        else:
+            grid_box = grid.pad_boxes(box)
+            at_fault = grid.unpad(collision_at_fault(
+                grid.pad(collision, False), grid.pad(prev_speed, 0.0), grid_box, grid.K, parked_per_world
+            ))
+            partner = grid.unpad(collision_partner(
+                grid.pad(at_fault, False), grid_box, grid.pad(prev_halted, 0), grid.K, parked_per_world
+            ))
         metrics.update(
             counted,
             at_fault,
