@@ -29,7 +29,8 @@ Policies (untrained networks: throughput does not depend on the weights):
   ``--policy random`` does);
 - ``vectorized``: `VectorizedPolicy` on the privileged vectorized observation of
   ``configs/vectorized.yaml`` with WOMD's 5 m segments (App. C.2);
-- ``alberti``: `AlbertiPolicy` on 4 cameras at 96x54 (bf16 autocast on a GPU, as it trains).
+- ``alberti``: `AlbertiPolicy` on 4 cameras at 96x54, in FP32 as ``evaluate`` runs it (``--bf16``:
+  under bf16 autocast on a GPU instead).
 
 Projection for the 44,097 validation scenes at the same densities and 600 steps: a scene's
 compute share is (build + rest + rollout x 600 / steps) / scenes; its reading share is the
@@ -109,7 +110,7 @@ def read_all(folder: Path, workers: int) -> tuple[list, dict]:
     }
 
 
-def policy_setup(kind: str, device: str):
+def policy_setup(kind: str, device: str, bf16: bool = False):
     """(replay env builder, make_policy(env), autocast dtype or None) for one policy kind."""
     import dataclasses
 
@@ -148,7 +149,7 @@ def policy_setup(kind: str, device: str):
                 networks["net"] = AlbertiPolicy(env.observation_spec, 12).to(env.device).eval()
             return argmax_policy(networks["net"])
 
-        dtype = torch.bfloat16 if torch.device(device).type == "cuda" else None
+        dtype = torch.bfloat16 if bf16 and torch.device(device).type == "cuda" else None
         return replay_env_builder(rig=rig, validate_actions=False), make, dtype
     raise ValueError(f"unknown policy {kind!r}")
 
@@ -162,7 +163,7 @@ def measure(kind: str, scenes: list, read_row: dict, args) -> dict:
     """One policy over ``scenes`` (decoded `Scenario`s): the policy's JSON row."""
     from pictura.eval import protocols
 
-    build, make_policy, autocast = policy_setup(kind, args.device)
+    build, make_policy, autocast = policy_setup(kind, args.device, args.bf16)
     cuda = torch.device(args.device).type == "cuda"
     timings = {"build_s": 0.0, "rollout_s": 0.0, "controlled": 0, "slots": 0, "envs": 0, "rollouts": 0}
 
@@ -220,7 +221,7 @@ def measure(kind: str, scenes: list, read_row: dict, args) -> dict:
     )
     played = sum(r.scenes for r in results.values())
     out = {
-        "policy": kind, "device": args.device, "scenes": n, "densities": args.densities,
+        "policy": kind, "precision": "bf16-autocast" if autocast is not None else "fp32", "device": args.device, "scenes": n, "densities": args.densities,
         "played": {f"{d:g}": r.scenes for d, r in results.items()}, "steps": args.steps, "batch": args.batch,
         "warmup_s": round(warmup_s, 2), "wall_s": round(wall, 2), "build_s": round(timings["build_s"], 2),
         "rollout_s": round(timings["rollout_s"], 2), "other_s": round(other, 2),
@@ -252,6 +253,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--densities", nargs="+", type=float, default=[1.0, 0.75, 0.5], help="fractions kept")
     p.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES,
                    help="policies to measure, in this order (default: vectorized alberti random)")
+    p.add_argument("--bf16", action="store_true", help="Alberti under bf16 autocast (evaluate runs FP32)")
     p.add_argument("--folder", type=Path, help="keep the synthetic shard here (default: a temporary folder)")
     args = p.parse_args(argv)
     if min(args.scenes, args.steps, args.batch) < 1 or args.workers < 0:

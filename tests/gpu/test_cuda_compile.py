@@ -65,5 +65,5 @@ def test_fit_with_compiled_policy_on_cuda(tmp_path):
         ["fit", "-c", str(config), "--trainer.accelerator=gpu", "--model.init_args.compile_policy=true"]
     )
     assert cli.model.__dict__.get("_compiled_policy") is not None
-    for tag in ("train/loss/policy", "train/loss/value", "train/entropy"):
+    for tag in ("train/loss/policy", "train/loss/value", "train/loss/entropy"):
         assert torch.isfinite(cli.trainer.callback_metrics[tag]), tag
