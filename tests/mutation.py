@@ -456,7 +456,93 @@ FRESH_SET: tuple[Mutant, ...] = (
 )  # fmt: skip
 """Twenty bugs planted across the same directories and kinds *before* any test was written for
 them, then run as they were (docs/testing.md, "Current result")."""
-MUTANTS = MUTANTS + FRESH_SET
+FRESH_SET_2: tuple[Mutant, ...] = (
+    # sim
+    Mutant("f2_goal_third_waypoint_any_speed", "pictura/sim/kernels.py",
+           "if gi < 2 or model.eval_mode != 0", "if gi < 3 or model.eval_mode != 0",
+           ("tests/sim/test_goals.py", "tests/sim/test_rule_thresholds.py"), "comparison"),
+    Mutant("f2_lateral_jerk_sign", "pictura/sim/dynamics.py",
+           "    if b == 0:\n        j = -4.0\n    elif b == 2:\n        j = 4.0",
+           "    if b == 0:\n        j = 4.0\n    elif b == 2:\n        j = -4.0",
+           ("tests/sim/test_dynamics.py", "tests/test_paper_constants.py"), "sign"),
+    Mutant("f2_red_light_heading_signed", "pictura/sim/events.py",
+           "wp.abs(err) < RED_LIGHT_HEADING_RAD", "err < RED_LIGHT_HEADING_RAD",
+           ("tests/sim/test_red_light.py", "tests/sim/test_rule_thresholds.py", "tests/sim/test_lights.py"), "dropped"),
+    Mutant("f2_velocity_reward_unclamped", "pictura/sim/rewards.py",
+           "dt * wp.max(cos_t, 0.0)", "dt * cos_t",
+           tuple(f"tests/sim/{n}.py" for n in (
+               "test_agent_types", "test_collision", "test_config", "test_determinism", "test_dynamics",
+               "test_final_observation", "test_geometry_funcs", "test_goals", "test_lane_funcs", "test_light_modes",
+               "test_lights", "test_model_wiring", "test_observations", "test_offroad", "test_packing",
+               "test_parked", "test_procedural", "test_red_light", "test_replay", "test_rollout",
+               "test_rule_thresholds", "test_spawn", "test_world_rollout", "test_world_spawn")),
+           "dropped"),
+    # envs
+    Mutant("f2_final_view_of_terminated_dropped", "pictura/envs/driving.py",
+           "final_active = acting | terminated", "final_active = acting",
+           ("tests/envs/test_driving_env.py", "tests/envs/test_final_record.py", "tests/envs/test_step_outputs.py",
+            "tests/envs/test_torchrl_semantics.py"), "dropped"),
+    Mutant("f2_partner_heading_sin_sign", "pictura/envs/observations.py",
+           "partners_out[row, j, 5] = wp.sin(h - heading)", "partners_out[row, j, 5] = wp.sin(heading - h)",
+           ("tests/envs/test_vectorized_observation.py", "tests/envs/test_observation_slot_table.py"), "sign"),
+    Mutant("f2_stop_line_end_y_field", "pictura/envs/observations.py",
+           "traffic_out[row, j, 3] = b[1] / _POS", "traffic_out[row, j, 3] = b[0] / _POS",
+           ("tests/envs/test_vectorized_observation.py", "tests/envs/test_observation_slot_table.py"), "swap"),
+    # modules
+    Mutant("f2_gae_lambda_dropped", "pictura/modules/gae.py",
+           "carry = gamma * gae_lambda * (~cut)", "carry = gamma * (~cut)",
+           ("tests/modules/test_gae.py", "tests/modules/test_ppo.py"), "dropped"),
+    Mutant("f2_surrogate_min_instead_of_max", "pictura/modules/ppo.py",
+           "surrogate = torch.maximum(", "surrogate = torch.minimum(",
+           ("tests/modules/test_ppo.py", "tests/modules/test_ppo_wiring.py"), "swap"),
+    Mutant("f2_filter_keep_signed", "pictura/modules/gae.py",
+           "valid & (advantage.abs() >= self.threshold * ema)", "valid & (advantage >= self.threshold * ema)",
+           ("tests/modules/test_gae.py", "tests/modules/test_ppo.py", "tests/modules/test_ppo_wiring.py"), "dropped"),
+    Mutant("f2_patch_stem_rows_cols_swapped", "pictura/modules/encoders.py",
+           ".permute(0, 1, 3, 2, 4, 5)", ".permute(0, 1, 3, 4, 2, 5)",
+           ("tests/modules/test_alberti.py", "tests/modules/test_vectorized_policy.py", "tests/modules/test_init.py"),
+           "swap"),
+    # eval
+    Mutant("f2_infraction_counts_any_collision", "pictura/eval/metrics.py",
+           "infraction = events[:, 0] | events[:, 2] | events[:, 3]",
+           "infraction = events[:, 1] | events[:, 2] | events[:, 3]",
+           ("tests/eval/test_metrics.py",), "swap"),
+    Mutant("f2_struck_from_behind_front_half", "pictura/eval/metrics.py",
+           "(rel_x < -0.5 * length)", "(rel_x < 0.5 * length)",
+           ("tests/eval/test_metrics.py", "tests/eval/test_in_domain.py"), "sign"),
+    Mutant("f2_at_fault_post_step_speed", "pictura/eval/protocols.py",
+           "grid.pad(prev_speed, 0.0)", "grid.pad(wp.to_torch(st.speed), 0.0)",
+           ("tests/eval/test_in_domain.py", "tests/eval/test_metrics.py"), "swap"),
+    # render
+    Mutant("f2_principal_cy_by_sensor_width", "pictura/render/camera.py",
+           "cy * self._height / self.sensor_height", "cy * self._height / self.sensor_width",
+           ("tests/render/test_camera.py", "tests/render/test_camera_mount.py", "tests/test_paper_constants.py"), "swap"),
+    Mutant("f2_vehicle_front_back_colours_swapped", "pictura/render/palette.py",
+           "    (0.55, 0.78, 1.00),  # front: light\n    (0.08, 0.16, 0.50),  # back: dark",
+           "    (0.08, 0.16, 0.50),  # front: light\n    (0.55, 0.78, 1.00),  # back: dark",
+           ("tests/render/test_view_basics.py", "tests/render/test_rasterizer.py", "tests/render/test_color_pack.py",
+            "tests/render/test_coverage.py"), "table"),
+    Mutant("f2_camera_pitch_sign", "pictura/render/cull.py",
+           "wp.cos(pitch) * wp.sin(yaw), -wp.sin(pitch))", "wp.cos(pitch) * wp.sin(yaw), wp.sin(pitch))",
+           ("tests/render/test_camera.py", "tests/render/test_camera_mount.py", "tests/render/test_cull_paths.py",
+            "tests/render/test_view_basics.py", "tests/render/test_rasterizer.py"), "sign"),
+    # maps
+    Mutant("f2_opendrive_arc_y_sign", "pictura/maps/opendrive/geometry.py",
+           "g.y - (np.cos(th) - np.cos(g.hdg)) / k", "g.y + (np.cos(th) - np.cos(g.hdg)) / k",
+           ("tests/maps/test_opendrive_geometry.py", "tests/maps/test_opendrive_junction.py",
+            "tests/maps/test_opendrive_towns.py"), "sign"),
+    Mutant("f2_opendrive_width_section_offset_dropped", "pictura/maps/opendrive/lanes.py",
+           "w = cubic(s - s0, lane.width_s, lane.width_coef)", "w = cubic(s, lane.width_s, lane.width_coef)",
+           ("tests/maps/test_opendrive_geometry.py", "tests/maps/test_opendrive_towns.py",
+            "tests/maps/test_opendrive_tolerance.py"), "dropped"),
+    Mutant("f2_womd_speed_limit_kmh", "pictura/maps/womd/features.py",
+           "MPH_TO_MPS = 0.44704", "MPH_TO_MPS = 0.27778",
+           ("tests/maps/test_womd_features.py", "tests/maps/test_womd_json.py", "tests/maps/test_womd_protobuf.py"),
+           "constant"),
+)  # fmt: skip
+"""A second set of twenty, planted across the same directories and kinds by an engineer who had
+not read the tests, then run as it was (docs/testing.md, "Current result")."""
+MUTANTS = MUTANTS + FRESH_SET + FRESH_SET_2
 
 SIM_STEP = ("tests/sim/test_rule_thresholds.py", "tests/sim/test_observations.py", "tests/sim/test_rollout.py",
             "tests/sim/test_world_rollout.py")
