@@ -8,7 +8,7 @@
 
 Each mutant is one text substitution in one file of `pictura/` (a changed constant, a flipped
 sign, a swapped table entry, a dropped normalisation, ...). The script copies the package, the
-tests and the configs into a temporary directory once, and for each mutant writes the mutated
+tests, the benchmarks and the configs into a temporary directory once, and for each mutant writes the mutated
 file there, runs only the test files relevant to it (``pytest -x``, with a timeout), and puts
 the file back. The working tree is never modified, whatever happens (Ctrl-C included). Warp
 compiles mutated kernels into a private kernel cache whose entries start as links to the
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-COPIED = ("pictura", "tests", "configs", "pyproject.toml")
+COPIED = ("pictura", "tests", "benchmarks", "configs", "pyproject.toml")
 """What the temporary copy holds (relative to the repository root)."""
 
 

@@ -103,8 +103,10 @@ def test_red_light_needs_the_agent_within_10_m_of_the_stop_line_midpoint(length,
     assert s1.events.numpy()[0, RED] == int(violates)
 
 
-@pytest.mark.parametrize(("heading_deg", "violates"), [(40.0, True), (50.0, False)])
+@pytest.mark.parametrize(("heading_deg", "violates"), [(40.0, True), (50.0, False), (-40.0, True), (-50.0, False)])
 def test_red_light_needs_the_heading_within_45_deg_of_the_lane(heading_deg, violates):
+    """Both ways: the window is |heading error| < 45 deg, so a car turned clockwise (or driving
+    the wrong way) across the line is no violation either."""
     h = math.radians(heading_deg)
     _, s1 = _one_agent_step(2.0 * math.cos(h) - 0.3, -10.0, h, 10.0)  # rear bumper at x = -0.3
     rear0, rear1, p1 = _rear_path(s1, 4.0)
