@@ -98,6 +98,30 @@ Z_TOLERANCE_M = 4.0
 """Boxes further apart than this in z never touch (overpasses), as in the simulator."""
 
 
+def circumradius(view: BoxView) -> torch.Tensor:
+    """Radius of each box's circumscribed circle (the partner search's gap is between these)."""
+    return 0.5 * torch.sqrt(view.length * view.length + view.width * view.width)
+
+
+def blameless(ego: BoxView, other: BoxView, partner_is_agent: torch.Tensor, v: torch.Tensor,
+              min_speed: float) -> torch.Tensor:  # fmt: skip
+    """App. C.1's two exemptions from fault, elementwise: the ego (pre-step signed speed ``v``)
+    was slower than ``min_speed``, or it was struck from behind: its partner ``other`` is an
+    agent whose centre lies behind the ego's rear bumper (x < -length / 2 in the ego frame)
+    while the ego was not reversing."""
+    h = ego.heading
+    rel_x = torch.cos(h) * (other.x - ego.x) + torch.sin(h) * (other.y - ego.y)
+    struck_from_behind = partner_is_agent & (rel_x < -0.5 * ego.length) & (v >= 0)
+    return (v.abs() < min_speed) | struck_from_behind
+
+
+def partner_code(partner_halted: torch.Tensor, partner_parked: torch.Tensor, found: torch.Tensor) -> torch.Tensor:
+    """The `PARTNERS` code: 0 a halted agent, 1 a driving one, 2 a parked car, 3 none (a wall)."""
+    code = torch.where(partner_halted, 0, 1)
+    code = torch.where(partner_parked, 2, code)
+    return torch.where(found, code, 3)
+
+
 def collision_at_fault(
     collision: torch.Tensor,
     speed: torch.Tensor,
@@ -132,16 +156,10 @@ def collision_at_fault(
     b, partner, found = _nearest_partner(boxes, S, slots_per_world, parked_per_world)
     K = slots_per_world
     W = S // K
-    partner_is_agent = found & (partner < K)
     ego = BoxView(b[:, :K])
-    h, length = ego.heading, ego.length
     other = BoxView(b.gather(1, partner[..., None].expand(-1, -1, BOX_ROW_FLOATS)))  # (W, K, 8)
-    dx, dy = other.x - ego.x, other.y - ego.y
-    rel_x = torch.cos(h) * dx + torch.sin(h) * dy
-    v = speed.reshape(W, K)
-    struck_from_behind = partner_is_agent & (rel_x < -0.5 * length) & (v >= 0)
-    blameless = (v.abs() < min_speed) | struck_from_behind
-    return collision.bool() & ~blameless.reshape(S)
+    excused = blameless(ego, other, found & (partner < K), speed.reshape(W, K), min_speed)
+    return collision.bool() & ~excused.reshape(S)
 
 
 def collision_partner(
@@ -164,9 +182,7 @@ def collision_partner(
     K = slots_per_world
     W = S // K
     slot = partner.clamp(max=K - 1) + K * torch.arange(W, device=boxes.device)[:, None]  # (W, K)
-    code = torch.where(halted.bool()[slot], 0, 1)
-    code = torch.where(partner >= K, 2, code)
-    code = torch.where(found, code, 3)
+    code = partner_code(halted.bool()[slot], partner >= K, found)
     return torch.where(collision.bool(), code.reshape(S), -1)
 
 
@@ -187,9 +203,8 @@ def _nearest_partner(
     b = torch.cat([b[:S].reshape(W, K, BOX_ROW_FLOATS), b[S:].reshape(W, P, BOX_ROW_FLOATS)], dim=1)  # (W, K+P, 8)
     view = BoxView(b)
     x, y, z = view.x, view.y, view.z
-    length, width = view.length, view.width
     valid = view.kind >= 0
-    radius = 0.5 * torch.sqrt(length * length + width * width)
+    radius = circumradius(view)
     # (W, ego K, other K+P): other minus ego
     dx = x[:, None, :] - x[:, :K, None]
     dy = y[:, None, :] - y[:, :K, None]
@@ -259,8 +274,7 @@ class PartnerSearch:
         b = torch.cat([boxes.to(torch.float32), self._fill])  # (N + 1, 8)
         view = BoxView(b)
         x, y, z = view.x, view.y, view.z
-        length, width = view.length, view.width
-        radius = 0.5 * torch.sqrt(length * length + width * width)
+        radius = circumradius(view)
         c = self.cand
         dx = x[c] - x[E][:, None]
         dy = y[c] - y[E][:, None]
@@ -271,19 +285,10 @@ class PartnerSearch:
         col = gap.argmin(-1)  # (A,)
         found = torch.isfinite(gap.gather(-1, col[:, None])).squeeze(-1)
         row = c.gather(-1, col[:, None]).squeeze(-1)  # (A,) the partner's box row
-        is_agent = found & (row < S)
-        ego = BoxView(b[E])
-        other = BoxView(b[row])
-        h = ego.heading
-        rel_x = torch.cos(h) * (other.x - ego.x) + torch.sin(h) * (other.y - ego.y)
         v = speed[E]
-        struck_from_behind = is_agent & (rel_x < -0.5 * ego.length) & (v >= 0)
-        blameless = (v.abs() < min_speed) | struck_from_behind
-        fault = collision.bool()[E] & ~blameless
+        fault = collision.bool()[E] & ~blameless(BoxView(b[E]), BoxView(b[row]), found & (row < S), v, min_speed)
         halted_row = torch.cat([halted.bool(), halted.new_zeros(b.shape[0] - S, dtype=torch.bool)])
-        code = torch.where(halted_row[row], 0, 1)
-        code = torch.where(row >= S, 2, code)
-        code = torch.where(found, code, 3)
+        code = partner_code(halted_row[row], row >= S, found)
         at_fault = torch.zeros(S, dtype=torch.bool, device=b.device)
         at_fault[E] = fault
         partner = torch.full((S,), -1, dtype=torch.int64, device=b.device)
