@@ -185,11 +185,13 @@ class Scenario:
     @property
     def goal_position(self) -> np.ndarray:
         """(N, 3) last valid logged position of each track (its goal), NaN if never valid."""
+        valid = np.asarray(self.track_valid, bool)
         out = np.full((len(self.track_id), 3), np.nan, np.float32)
-        for i in range(len(self.track_id)):
-            idx = np.flatnonzero(self.track_valid[i])
-            if len(idx):
-                out[i] = self.track_position[i, idx[-1]]
+        if valid.size == 0:
+            return out
+        last = valid.shape[1] - 1 - np.argmax(valid[:, ::-1], axis=1)  # the last True of each row
+        seen = valid.any(axis=1)
+        out[seen] = self.track_position[np.flatnonzero(seen), last[seen]]
         return out
 
 

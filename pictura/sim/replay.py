@@ -184,11 +184,7 @@ class ReplayLog:
             valid.append(ok)
             size.append(dims.astype(np.float32))
             kind.append(types.astype(np.int32))
-            # the last valid logged position (`Scenario.goal_position`), 0 for a never-valid log
-            logged = sc.track_valid[order]
-            last = t - 1 - np.argmax(logged[:, ::-1], axis=1)
-            end = sc.track_position[order, last].astype(np.float32)
-            goal.append(np.where(logged.any(1)[:, None], np.nan_to_num(end), np.float32(0.0)))
+            goal.append(np.nan_to_num(sc.goal_position[order]))
             slots = starts[w] + np.arange(k)
             slot_mode[slots] = np.where(is_ctrl, SLOT_CONTROLLED, SLOT_REPLAYED)
             slot_track[slots] = row + np.arange(k)

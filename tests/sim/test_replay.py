@@ -335,3 +335,18 @@ def test_womd_vehicle_starting_far_from_every_road_is_offroad():
     offroad = st["events"][:, EVENTS.index("offroad")]
     assert offroad[slot] == 0 and offroad[slots + slot] == 1
     assert st["terminated"][slots + slot] == 1
+
+
+def test_goal_position_is_each_track_last_valid_position():
+    """`Scenario.goal_position` against a loop: the last valid step's position, with gaps before
+    it, valid only at step 0, and NaN for a track never valid."""
+    rng = np.random.default_rng(3)
+    valid = [np.ones(T, bool), np.zeros(T, bool), np.zeros(T, bool), rng.random(T) < 0.5]
+    valid[2][0] = True
+    sc = scenario([{"position": rng.normal(size=(T, 3)) * 50, "valid": v} for v in valid])
+    for i, v in enumerate(valid):
+        idx = [t for t in range(T) if v[t]]
+        if idx:
+            np.testing.assert_array_equal(sc.goal_position[i], sc.track_position[i, idx[-1]])
+        else:
+            assert np.isnan(sc.goal_position[i]).all()
