@@ -511,7 +511,7 @@ FRESH_SET_2: tuple[Mutant, ...] = (
            "(rel_x < -0.5 * ego.length)", "(rel_x < 0.5 * ego.length)",
            ("tests/eval/test_metrics.py", "tests/eval/test_in_domain.py"), "sign"),
     Mutant("f2_at_fault_post_step_speed", "pictura/eval/protocols.py",
-           "grid.pad(prev_speed, 0.0)", "grid.pad(wp.to_torch(st.speed), 0.0)",
+           "at_fault = collision_at_fault(collision, prev_speed,", "at_fault = collision_at_fault(collision, wp.to_torch(st.speed),",
            ("tests/eval/test_in_domain.py", "tests/eval/test_metrics.py"), "swap"),
     # render
     Mutant("f2_principal_cy_by_sensor_width", "pictura/render/camera.py",

@@ -43,7 +43,6 @@ from pictura.maps.womd.selection import (
 )
 from pictura.sim import EVENTS, SimConfig
 from pictura.sim.replay import SLOT_CONTROLLED
-from pictura.sim.snapshot import BOX_INVALID, BoxCol
 
 PROTOCOLS = ("in-domain", "womd")
 IN_DOMAIN_DENSITIES = (60, 120, 150)
@@ -208,51 +207,15 @@ def scenario_metrics(env) -> EpisodeMetrics:
     return EpisodeMetrics(env.num_slots, env.device, scenario=slot_world)
 
 
-class WorldGrid:
-    """The (W, K) view of an env's fixed worlds that the collision rules read
-    (`collision_at_fault`, `collision_partner`: W worlds of K slots, then the parked rows).
-
-    Worlds of one size are that view already. Worlds of their own sizes (`WorldLayout.sized`,
-    the zero-shot WOMD env) are padded to the largest, K: `pad` puts each slot's value at its
-    world's row (padding rows get ``fill``; `pad_boxes` gives them empty boxes, kind
-    ``BOX_INVALID``, which are never a collision partner) and `unpad` reads the slots back."""
-
-    def __init__(self, env) -> None:
-        S, W = env.num_slots, env.num_worlds
-        layout = getattr(env, "layout", None)
-        counts = None if layout is None or layout.is_packed else np.asarray(layout.world_slot_count)
-        self.rows = self.slot_rows = None
-        if counts is None or (counts == counts[0]).all():
-            self.K = S // W
-            return
-        self.K = K = int(counts.max())
-        k = np.arange(K)
-        inside = k[None, :] < counts[:, None]  # (W, K)
-        grid = np.full((W, K), S, np.int64)  # S: the fill row appended after the S slots
-        grid[inside] = (np.asarray(layout.world_slot_start, np.int64)[:, None] + k[None, :])[inside]
-        self.rows = torch.as_tensor(grid.reshape(-1), device=env.device)
-        # slots are numbered world by world, so the inside rows in order are slots 0..S-1
-        self.slot_rows = torch.as_tensor(np.flatnonzero(inside.reshape(-1)), device=env.device)
-        self.num_slots = S
-
-    def pad(self, values: torch.Tensor, fill) -> torch.Tensor:
-        """(S,) per slot -> (W * K,) per grid row."""
-        if self.rows is None:
-            return values
-        return torch.cat([values, values.new_full((1,), fill)])[self.rows]
-
-    def pad_boxes(self, boxes: torch.Tensor) -> torch.Tensor:
-        """(S + W * P, 8) boxes -> (W * K + W * P, 8): slot rows padded, parked rows as they are."""
-        if self.rows is None:
-            return boxes
-        S = self.num_slots
-        empty = boxes.new_zeros((1, boxes.shape[1]))
-        empty[:, BoxCol.KIND] = BOX_INVALID
-        return torch.cat([torch.cat([boxes[:S], empty])[self.rows], boxes[S:]])
-
-    def unpad(self, values: torch.Tensor) -> torch.Tensor:
-        """(W * K,) per grid row -> (S,) per slot."""
-        return values if self.slot_rows is None else values[self.slot_rows]
+def equal_worlds(env) -> bool:
+    """Whether ``env``'s worlds are the (W, K) grid `collision_at_fault` and `collision_partner`
+    read: fixed worlds of one size (or a packed layout, whose blocks are read the same way).
+    Worlds of their own sizes (`WorldLayout.sized`, the zero-shot WOMD env) are not."""
+    layout = getattr(env, "layout", None)
+    if layout is None or layout.is_packed:
+        return True
+    counts = np.asarray(layout.world_slot_count)
+    return bool((counts == counts[0]).all())
 
 
 def run_density(
@@ -363,7 +326,7 @@ def rollout_scenarios(
     st = env.state
     dt = float(env.sim_config.dt)
     world_id = td["world_id"]
-    grid = WorldGrid(env)
+    slots_per_world = env.num_slots // env.num_worlds
     box_rows = wp.to_torch(st.agent_box).shape[0]
     parked_per_world = (box_rows - env.num_slots) // env.num_worlds  # parked-car rows after the slots
     worlds = torch.arange(env.num_worlds, device=env.device)
@@ -379,9 +342,13 @@ def rollout_scenarios(
     prev_distance = wp.to_torch(st.distance).clone()
     prev_halted = wp.to_torch(st.halted).clone()
     acting = acting_slots(env)
-    # a replay env counts controlled vehicles only (replayed slots have no ``active`` flag):
-    # the collision rules judge those slots alone, against every box of their world
-    search = None if acting is None else PartnerSearch(acting, world_id, env.num_worlds, parked_per_world)
+    # A replay env counts controlled vehicles only (replayed slots have no ``active`` flag): the
+    # collision rules judge those slots alone, against every box of their world. Worlds of their
+    # own sizes have no (W, K) grid for `collision_at_fault`: every slot is judged the same way.
+    judged = acting
+    if judged is None and not equal_worlds(env):
+        judged = torch.arange(env.num_slots, device=env.device)
+    search = None if judged is None else PartnerSearch(judged, world_id, env.num_worlds, parked_per_world)
     for _ in range(steps):
         if acting is None:
             td.set("action", policy(td["observation"]))
@@ -406,13 +373,8 @@ def rollout_scenarios(
         if search is not None:
             at_fault, partner = search.judge(collision, prev_speed, box, prev_halted)
         else:
-            grid_box = grid.pad_boxes(box)
-            at_fault = grid.unpad(collision_at_fault(
-                grid.pad(collision, False), grid.pad(prev_speed, 0.0), grid_box, grid.K, parked_per_world
-            ))
-            partner = grid.unpad(collision_partner(
-                grid.pad(at_fault, False), grid_box, grid.pad(prev_halted, 0), grid.K, parked_per_world
-            ))
+            at_fault = collision_at_fault(collision, prev_speed, box, slots_per_world, parked_per_world)
+            partner = collision_partner(at_fault, box, prev_halted, slots_per_world, parked_per_world)
         metrics.update(
             counted,
             at_fault,

@@ -79,15 +79,16 @@ def test_packed_batch_scores_each_scene_as_alone():
     assert total[C_PARTNER] > 0 and total[C_PARTNER + 1] > 0  # at_fault_halted, at_fault_driving
 
 
-def test_world_grid_judges_each_world_as_alone():
-    """`WorldGrid` pads worlds of 2 and 3 slots to a (2, 3) grid for the collision rules; each
-    slot's fault and partner equal those of its world judged alone. World 0's ego (at the
-    origin, where a padding row would sit) is struck from behind: blameless, unless a padding
-    row were taken for its partner."""
+def test_worlds_of_their_own_sizes_are_judged_each_as_alone():
+    """Worlds of 2 and 3 slots (`WorldLayout.sized`, no (W, K) grid), every slot judged by
+    `PartnerSearch`, as `rollout_scenarios` judges them: each slot's fault and partner equal
+    those of its world judged alone by `collision_at_fault` / `collision_partner`. World 0's ego
+    (at the origin, where the search's empty fill row sits) is struck from behind: blameless,
+    unless the fill row were taken for its partner."""
     from types import SimpleNamespace
 
-    from pictura.eval.metrics import collision_at_fault, collision_partner
-    from pictura.eval.protocols import WorldGrid
+    from pictura.eval.metrics import PartnerSearch, collision_at_fault, collision_partner
+    from pictura.eval.protocols import equal_worlds
     from pictura.sim.snapshot import WorldLayout, box_row
 
     def car(x, y, heading=0.0):
@@ -101,18 +102,13 @@ def test_world_grid_judges_each_world_as_alone():
     collided = [[True, True], [True, True, False]]
     halted = [[0, 0], [0, 1, 0]]
     layout = WorldLayout.sized([0, 0], [2, 3], [0])
-    env = SimpleNamespace(num_slots=5, num_worlds=2, device=torch.device("cpu"), layout=layout)
-    grid = WorldGrid(env)
-    assert grid.K == 3
+    assert not equal_worlds(SimpleNamespace(layout=layout))
+    assert equal_worlds(SimpleNamespace(layout=WorldLayout.uniform([0, 0], 3, [0])))
+    search = PartnerSearch(torch.arange(5), torch.as_tensor(layout.slot_world), num_worlds=2)
     boxes = torch.tensor([row for w in worlds for row in w], dtype=torch.float32)
     flat = {name: torch.tensor([v for w in values for v in w]) for name, values in
             (("speed", speed), ("collision", collided), ("halted", halted))}
-    at_fault = grid.unpad(collision_at_fault(
-        grid.pad(flat["collision"], False), grid.pad(flat["speed"], 0.0), grid.pad_boxes(boxes), grid.K
-    ))
-    partner = grid.unpad(collision_partner(
-        grid.pad(at_fault, False), grid.pad_boxes(boxes), grid.pad(flat["halted"], 0), grid.K
-    ))
+    at_fault, partner = search.judge(flat["collision"], flat["speed"], boxes, flat["halted"])
     expect_fault, expect_partner = [], []
     for w, rows in enumerate(worlds):  # the reference: each world alone, K = its own size
         b = torch.tensor(rows, dtype=torch.float32)
