@@ -43,7 +43,10 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-RESUME_KEY = "pictura_resume"  # pictura.modules.ppo.RESUME_KEY, without importing the package
+sys.path.insert(0, str(ROOT))
+
+from pictura.modules.ppo import RESUME_KEY  # noqa: E402
+
 STATE_FILE = "relay_state.pt"
 LOG_FILE = "relay_log.json"
 VERSION = "relay"
