@@ -137,9 +137,14 @@ class ReplayDrivingEnv(DrivingEnv):
         self.observe_all_slots = bool(observe_all_slots)
         self._observe_controlled()
 
+    @property
+    def controlled_slots(self) -> np.ndarray:
+        """(C,) int64 slots of the controlled vehicles, the only ones the policy drives."""
+        return np.flatnonzero(np.asarray(self.replay_log.slot_mode) == SLOT_CONTROLLED)
+
     def _observe_controlled(self) -> None:
         if not self.observe_all_slots:
-            self.observe_slots(np.flatnonzero(self.replay_log.slot_mode == SLOT_CONTROLLED))
+            self.observe_slots(self.controlled_slots)
 
     def set_density(self, density: float) -> None:
         """Thin every world to ``density`` in place, from the next reset on; the worlds, slots,

@@ -42,7 +42,6 @@ from pictura.maps.womd.selection import (
     womd_selection,
 )
 from pictura.sim import EVENTS, SimConfig
-from pictura.sim.replay import SLOT_CONTROLLED
 
 PROTOCOLS = ("in-domain", "womd")
 IN_DOMAIN_DENSITIES = (60, 120, 150)
@@ -297,10 +296,9 @@ def acting_slots(env) -> torch.Tensor | None:
     """(A,) int64 slots the policy drives in ``env``, when that is fixed for the whole rollout
     and fewer than all slots: the controlled slots of a replay env (`pictura.sim.replay`;
     replayed and empty slots ignore their action). None otherwise: the policy sees every slot."""
-    log = getattr(env, "replay_log", None)
-    if log is None:
+    if not isinstance(env, ReplayDrivingEnv):
         return None
-    controlled = np.flatnonzero(np.asarray(log.slot_mode) == SLOT_CONTROLLED)
+    controlled = env.controlled_slots
     if len(controlled) == env.num_slots:
         return None
     return torch.as_tensor(controlled, dtype=torch.int64, device=env.device)
